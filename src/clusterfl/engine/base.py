@@ -1,0 +1,87 @@
+"""What the engines share: client data laid out for batching, proximal terms, the protocol."""
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+import torch
+
+Params = dict[str, torch.Tensor]
+Split = Literal["train", "test"]
+
+
+@dataclass(frozen=True)
+class Prox:
+    """A proximal term mu/2 * weight_c * ||w - center_c||^2 per client c.
+
+    FedProx: weight 1, center = the global model. FedSoft: weight = sum_s u_cs and center =
+    sum_s u_cs c_s / weight, which has the same gradient as lambda/2 sum_s u_cs ||w - c_s||^2.
+    """
+
+    mu: float
+    center: Params  # stacked [C, ...]
+    weight: torch.Tensor  # [C]
+
+
+@dataclass(frozen=True)
+class ClientData:
+    """Every client's samples, zero-padded to the largest client: x[C, N_max, ...], y[C, N_max]."""
+
+    train_x: torch.Tensor
+    train_y: torch.Tensor
+    train_n: torch.Tensor  # long [C]
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    test_n: torch.Tensor
+
+    @staticmethod
+    def from_lists(
+        train: list[tuple[np.ndarray, np.ndarray]],
+        test: list[tuple[np.ndarray, np.ndarray]],
+        device: torch.device | str = "cpu",
+    ) -> "ClientData":
+        tx, ty, tn = _pad(train, device)
+        sx, sy, sn = _pad(test, device)
+        return ClientData(tx, ty, tn, sx, sy, sn)
+
+    @property
+    def num_clients(self) -> int:
+        return int(self.train_n.shape[0])
+
+    def split(self, split: Split) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        if split == "train":
+            return self.train_x, self.train_y, self.train_n
+        return self.test_x, self.test_y, self.test_n
+
+
+def _pad(
+    parts: list[tuple[np.ndarray, np.ndarray]], device: torch.device | str
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    n = np.array([len(y) for _, y in parts], dtype=np.int64)
+    n_max = max(int(n.max(initial=0)), 1)
+    feat = parts[0][0].shape[1:]
+    x = np.zeros((len(parts), n_max, *feat), dtype=np.float32)
+    y = np.zeros((len(parts), n_max), dtype=np.int64)
+    for c, (xc, yc) in enumerate(parts):
+        x[c, : len(yc)] = xc
+        y[c, : len(yc)] = yc
+    return (torch.from_numpy(x).to(device), torch.from_numpy(y).to(device),
+            torch.from_numpy(n).to(device))
+
+
+class LocalEngine(Protocol):
+    """Trains and evaluates stacked client models; implemented by both engines."""
+
+    data: ClientData
+
+    def train(
+        self, params: Params, clients: torch.Tensor, rule, plan, prox: Prox | None = None
+    ) -> Params:
+        """Run `plan` with `rule` from `params[c]` for each client in `clients`; new params."""
+        ...
+
+    def evaluate(
+        self, params: Params, clients: torch.Tensor, split: Split
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per client: (sum of losses, number correct) of model `params[c]` on its split."""
+        ...

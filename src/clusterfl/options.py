@@ -1,0 +1,69 @@
+"""Build a frozen options dataclass from a params.yaml mapping, with one-line errors.
+
+Every algorithm, data source and partition scheme declares its hyperparameters as a frozen
+dataclass; this is the one place that checks a params mapping against it.
+"""
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from clusterfl.errors import UserError
+
+T = TypeVar("T")
+
+
+def _check_type(key: str, value: Any, annotation: Any) -> Any:
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in typing.get_args(annotation):
+            return None
+        annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
+        origin = typing.get_origin(annotation)
+    if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if annotation is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if annotation is bool and isinstance(value, bool):
+        return value
+    if annotation is str and isinstance(value, str):
+        return value
+    if origin is tuple and isinstance(value, list | tuple):
+        inner = typing.get_args(annotation)[0]
+        return tuple(_check_type(key, v, inner) for v in value)
+    if origin is typing.Literal:
+        allowed = typing.get_args(annotation)
+        if value in allowed:
+            return value
+        raise UserError(f"{key}: {value!r} is not allowed; allowed: {', '.join(map(str, allowed))}")
+    name = getattr(annotation, "__name__", str(annotation))
+    raise UserError(f"{key}: expected {name}, got {value!r}")
+
+
+def build_options(cls: type[T], mapping: Mapping[str, Any] | None, key: str) -> T:
+    """Instantiate `cls` from `mapping`; unknown keys and wrong types name `key.field`."""
+    mapping = dict(mapping or {})
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(mapping) - set(fields))
+    if unknown:
+        raise UserError(
+            f"{key}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(fields)) or '(none)'}"
+        )
+    values = {name: _check_type(f"{key}.{name}", v, hints[name]) for name, v in mapping.items()}
+    try:
+        options = cls(**values)
+    except TypeError as err:  # a required field is missing
+        raise UserError(f"{key}: {err}") from None
+    validate = getattr(options, "validate", None)
+    if validate is not None:
+        validate(key)
+    return options
+
+
+def require(condition: bool, key: str, message: str) -> None:
+    """Raise a one-line `UserError` for `key` unless `condition` holds."""
+    if not condition:
+        raise UserError(f"{key}: {message}")

@@ -1,0 +1,77 @@
+"""The `Partition` value: client -> sample indices, with the ground truth kept beside it."""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from clusterfl.io import atomic_write_npz
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Per-client train/test index arrays into one `Dataset`.
+
+    `cluster[k]` is client k's true cluster where the scheme defines one (else None);
+    `mixture[k, s]` its true share of distribution s for mixture schemes.
+    """
+
+    train: tuple[np.ndarray, ...]
+    test: tuple[np.ndarray, ...]
+    cluster: np.ndarray | None = None
+    mixture: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if len(self.train) != len(self.test):
+            raise ValueError("train and test must list the same clients")
+
+    @property
+    def num_clients(self) -> int:
+        return len(self.train)
+
+    def train_sizes(self) -> np.ndarray:
+        return np.array([len(t) for t in self.train])
+
+    def test_sizes(self) -> np.ndarray:
+        return np.array([len(t) for t in self.test])
+
+
+def split_train_test(
+    indices: np.ndarray, test_fraction: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Shuffle one client's indices and cut off `round(n * test_fraction)` for testing."""
+    shuffled = rng.permutation(indices)
+    n_test = round(len(shuffled) * test_fraction)
+    n_train = len(shuffled) - n_test
+    return np.sort(shuffled[:n_train]), np.sort(shuffled[n_train:])
+
+
+def _pack(parts: tuple[np.ndarray, ...]) -> tuple[np.ndarray, np.ndarray]:
+    sizes = np.array([len(p) for p in parts], dtype=np.int64)
+    flat = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    return flat, sizes
+
+
+def _unpack(flat: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
+    return tuple(np.split(flat, np.cumsum(sizes)[:-1]))
+
+
+def save_partition(partition: Partition, path: Path) -> None:
+    train, train_sizes = _pack(partition.train)
+    test, test_sizes = _pack(partition.test)
+    arrays = {"train": train, "train_sizes": train_sizes, "test": test, "test_sizes": test_sizes}
+    if partition.cluster is not None:
+        arrays["cluster"] = partition.cluster
+    if partition.mixture is not None:
+        arrays["mixture"] = partition.mixture
+    atomic_write_npz(path, arrays)
+
+
+def load_partition(path: Path) -> Partition:
+    with np.load(path) as f:
+        return Partition(
+            train=_unpack(f["train"], f["train_sizes"]),
+            test=_unpack(f["test"], f["test_sizes"]),
+            cluster=f["cluster"] if "cluster" in f else None,
+            mixture=f["mixture"] if "mixture" in f else None,
+        )
