@@ -1,0 +1,34 @@
+# Two commands set everything up: `make reproduce` and `make test`.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
+
+.PHONY: install reproduce test lint ui paper clean-venv
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -r requirements.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
+	rm -f $(VENV)/.installed-* && touch $@
+
+reproduce: $(STAMP)  ## download -> partition -> train -> report, default suite
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
+
+paper: $(STAMP)  ## the papers' scale (needs hours and, for some cells, downloads)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc exp run -S suite=paper
+
+test: $(STAMP)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src pipeline tests
+
+ui: $(STAMP)  ## the MLflow UI on the runs of this repo
+	$(BIN)/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlflow.db}" \
+		--host 127.0.0.1 --port $${PORT:-5000}
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,176 @@
+"""The `clusterfl` command: one command per pipeline stage, plus `list`.
+
+DVC runs exactly these commands (see dvc.yaml), so a stage run by hand is the same code.
+User errors print one line and exit with status 2; nothing half-written is left behind.
+"""
+
+import os
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from clusterfl.errors import UserError
+
+app = typer.Typer(
+    help="Reproduce clustered and personalized federated learning papers.",
+    no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+)
+list_app = typer.Typer(help="List what can be named in params.yaml.", no_args_is_help=True)
+app.add_typer(list_app, name="list")
+console = Console(stderr=True)
+
+ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help="The params file to read.")]
+ThreadsOpt = Annotated[int | None, typer.Option(
+    "--threads", help="torch threads for this process (default: CLUSTERFL_THREADS or torch's).")]
+
+
+def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn a UserError into one line on stderr and exit status 2."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UserError as err:
+            console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def _threads(n: int | None) -> None:
+    n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
+    if n:
+        import torch
+
+        torch.set_num_threads(n)
+
+
+@app.command()
+@user_errors
+def download(
+    dataset: Annotated[str, typer.Argument(help="A name under `datasets:` in params.yaml.")],
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Download or generate one dataset into data/raw/<dataset>/."""
+    from pipeline import download as stage
+
+    stage.run(dataset, params, console)
+
+
+@app.command()
+@user_errors
+def partition(
+    name: Annotated[str, typer.Argument(help="A name under `partitions:` in params.yaml.")],
+    params: ParamsOpt = Path("params.yaml"),
+) -> None:
+    """Split a dataset into clients (one file per seed) into data/partitions/<name>/."""
+    from pipeline import partition as stage
+
+    stage.run(name, params, console)
+
+
+@app.command()
+@user_errors
+def train(
+    experiment: Annotated[str, typer.Argument(help="A name under `experiments:`.")],
+    algorithm: Annotated[str, typer.Argument(help="A name under `algorithms:`.")],
+    params: ParamsOpt = Path("params.yaml"),
+    seed: Annotated[list[int] | None, typer.Option(
+        help="Run only these seeds (repeatable); default: the suite's seeds.")] = None,
+    track: Annotated[bool, typer.Option(help="Log the runs to MLflow.")] = True,
+    engine: Annotated[str, typer.Option(
+        help="Local-training engine: vectorized or reference (per-client loop).")] = "vectorized",
+    threads: ThreadsOpt = None,
+) -> None:
+    """Train one cell of the grid into results/<experiment>/<algorithm>/."""
+    from clusterfl.engine import ENGINES
+    from clusterfl.errors import unknown_name
+    from pipeline import train as stage
+
+    if engine not in ENGINES:
+        raise unknown_name("--engine", engine, list(ENGINES))
+    _threads(threads)
+    stage.run(experiment, algorithm, params, console, seeds=seed, track=track, engine=engine)
+
+
+@app.command()
+@user_errors
+def report(params: ParamsOpt = Path("params.yaml")) -> None:
+    """Aggregate the suite's results into reports/ (tables, figures, metrics.json)."""
+    from pipeline import report as stage
+
+    stage.run(params, console)
+
+
+def _print_registry(title: str, rows: list[tuple[str, str]]) -> None:
+    table = Table(title=title)
+    table.add_column("name")
+    table.add_column("description")
+    for name, description in rows:
+        table.add_row(name, description)
+    Console().print(table)
+
+
+@list_app.command("datasets")
+def list_datasets() -> None:
+    """Dataset sources (the `source:` of a dataset entry)."""
+    from clusterfl.data import DATA_SOURCES
+
+    _print_registry("dataset sources", [
+        (n, f"{s.description}{'' if s.offline else ' (needs download)'}") for n, s in DATA_SOURCES
+    ])
+
+
+@list_app.command("schemes")
+def list_schemes() -> None:
+    """Partition schemes (the `scheme:` of a partition entry)."""
+    from clusterfl.partition import SCHEMES
+
+    _print_registry("partition schemes", [(n, s.description) for n, s in SCHEMES])
+
+
+@list_app.command("models")
+def list_models() -> None:
+    """Models (the `model:` of an experiment)."""
+    from clusterfl.models import MODELS
+
+    _print_registry("models", [(n, m.description) for n, m in MODELS])
+
+
+@list_app.command("algorithms")
+def list_algorithms() -> None:
+    """Algorithm methods (the `method:` of an algorithms entry)."""
+    from clusterfl.algorithms import ALGORITHMS
+
+    _print_registry("algorithms", [
+        (n, (sys.modules[cls.__module__].__doc__ or "").strip().splitlines()[0])
+        for n, cls in ALGORITHMS
+    ])
+
+
+@list_app.command("experiments")
+@user_errors
+def list_experiments(params: ParamsOpt = Path("params.yaml")) -> None:
+    """Experiments in params.yaml and whether the active suite runs them."""
+    from clusterfl.config import load_params
+
+    p = load_params(params)
+    _print_registry(f"experiments (suite {p.suite!r})", [
+        (n, f"{p.experiment(n).title}{'' if p.experiment_in_suite(n) else ' [not in suite]'}")
+        for n in p.experiments
+    ])
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

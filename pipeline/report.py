@@ -1,0 +1,48 @@
+"""Stage `report`: aggregate the active suite's run histories into tables and figures."""
+
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from rich.console import Console
+
+from clusterfl import report as rep
+from clusterfl.config import load_params
+from clusterfl.errors import UserError
+from clusterfl.io import atomic_write_json, atomic_write_text
+from pipeline.common import REPORTS, RESULTS, cell_dir, is_skipped, output_dir
+
+REFERENCES = Path("pipeline/references.yaml")
+
+
+def run(params_path: Path, console: Console, references_path: Path = REFERENCES) -> None:
+    params = load_params(params_path)
+    references = yaml.safe_load(references_path.read_text()) or {}
+    rows, curves = [], {}
+    for exp in params.grid_experiments:
+        if not params.experiment_in_suite(exp):
+            continue
+        for alg in params.grid_algorithms:
+            cell = cell_dir(exp, alg)
+            if not cell.exists() or is_skipped(cell):
+                raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg}` first")
+            rows += rep.seed_rows(RESULTS, exp, alg)
+            curves[(exp, alg)] = rep.mean_curve(RESULTS, exp, alg)
+    if not rows:
+        raise UserError(f"suite {params.suite!r}: no trained cells in grid")
+    seeds = pd.DataFrame(rows)
+    table = rep.summary_table(seeds, references)
+    title = (f"# Results, suite `{params.suite}`\n\nTest accuracy (%) of the model each client "
+             "uses, weighted by test samples; mean ± std over seeds.\n\n")
+    with output_dir(REPORTS / "tables") as out:
+        atomic_write_text(out / "results.md", title + rep.markdown_table(table, references))
+        atomic_write_text(out / "results.csv", table.to_csv(index=False))
+        atomic_write_text(out / "seeds.csv", seeds.to_csv(index=False))
+    with output_dir(REPORTS / "curves") as out:
+        for (exp, alg), curve in curves.items():
+            atomic_write_text(out / f"{exp}__{alg}.csv", curve.to_csv(index=False))
+    with output_dir(REPORTS / "figures") as out:
+        rep.convergence_figure(curves, out / "convergence.png")
+    atomic_write_json(REPORTS / "metrics.json", rep.metrics_json(table))
+    console.print(rep.markdown_table(table, references))
+    console.print(f"wrote {REPORTS}/tables/results.md, {REPORTS}/figures/convergence.png")

@@ -1,0 +1,35 @@
+"""Server-side aggregation math: small pure functions on stacked parameters `[C, ...]`."""
+
+import torch
+
+from clusterfl.engine.base import Params
+
+
+def weighted_average(stacked: Params, weights: torch.Tensor) -> Params:
+    """sum_c w_c * params_c / sum_c w_c, for each tensor (FedAvg's n_k/n weighting)."""
+    w = weights.to(next(iter(stacked.values())).dtype)
+    w = w / w.sum()
+    return {k: torch.tensordot(w, v, dims=1) for k, v in stacked.items()}
+
+
+def broadcast(params: Params, count: int) -> Params:
+    """Stack `count` copies of one model: `[...]` -> `[count, ...]`."""
+    return {k: v.unsqueeze(0).expand(count, *v.shape).clone() for k, v in params.items()}
+
+
+def mix(old: Params, new: Params, beta: float) -> Params:
+    """(1 - beta) * old + beta * new: the server mixing of pFedMe and pFedKM."""
+    return {k: (1 - beta) * old[k] + beta * new[k] for k in old}
+
+
+def gather(stacked: Params, rows: torch.Tensor) -> Params:
+    """The models at `rows` of a stack."""
+    return {k: v[rows] for k, v in stacked.items()}
+
+
+def scatter(stacked: Params, rows: torch.Tensor, values: Params) -> Params:
+    """A copy of `stacked` with `rows` replaced by `values`."""
+    out = {k: v.clone() for k, v in stacked.items()}
+    for k in out:
+        out[k][rows] = values[k]
+    return out

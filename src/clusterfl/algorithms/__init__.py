@@ -1,0 +1,12 @@
+"""The algorithm registry: a params `method:` name -> algorithm class (with its `Hyper`)."""
+
+from clusterfl.algorithms.base import FederatedAlgorithm, RunContext, Schedule
+from clusterfl.algorithms.fedavg import FedAvg
+from clusterfl.algorithms.local import Local
+from clusterfl.registry import Registry
+
+ALGORITHMS: Registry[type[FederatedAlgorithm]] = Registry("algorithm method")
+ALGORITHMS.add("fedavg")(FedAvg)
+ALGORITHMS.add("local")(Local)
+
+__all__ = ["ALGORITHMS", "FederatedAlgorithm", "RunContext", "Schedule"]

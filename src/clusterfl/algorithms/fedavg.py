@@ -1,0 +1,42 @@
+"""FedAvg (McMahan et al. 2017, "Communication-Efficient Learning of Deep Networks from
+Decentralized Data", Algorithm 1).
+
+Each round the selected clients start from the global model w, run local SGD, and the server
+sets w <- sum_k (n_k / n) w_k over the selected clients. Every client is evaluated with w.
+
+`server_lr` generalises the server step to w <- w + server_lr * (avg_k w_k - w) (Reddi et
+al. 2021, "Adaptive Federated Optimization", FedAvg with a server learning rate); the default
+1.0 is McMahan's FedAvg exactly.
+"""
+
+from dataclasses import dataclass
+
+import torch
+
+from clusterfl.aggregation import broadcast, mix, weighted_average
+from clusterfl.algorithms.base import FederatedAlgorithm
+from clusterfl.engine.base import Params
+from clusterfl.options import require
+
+
+@dataclass(frozen=True)
+class FedAvgHyper:
+    server_lr: float = 1.0
+
+    def validate(self, key: str) -> None:
+        require(self.server_lr > 0, f"{key}.server_lr", "must be > 0")
+
+
+class FedAvg(FederatedAlgorithm):
+    Hyper = FedAvgHyper
+
+    def setup(self) -> None:
+        self.global_model = self.initial_model()
+
+    def round(self, round_: int, clients: torch.Tensor) -> None:
+        local = self.train_clients(broadcast(self.global_model, len(clients)), clients)
+        average = weighted_average(local, self.train_sizes[clients])
+        self.global_model = mix(self.global_model, average, self.hyper.server_lr)
+
+    def client_models(self) -> Params:
+        return broadcast(self.global_model, self.num_clients)

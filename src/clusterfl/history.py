@@ -1,0 +1,53 @@
+"""A run's history: one record of metrics per round, written as JSON and CSV (DVC outs)."""
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clusterfl.io import atomic_write_json, atomic_write_text
+
+PRIMARY = "test_acc"
+
+
+@dataclass
+class RunHistory:
+    """Per-round records (`round` counts from 1) and per-round arrays such as assignments."""
+
+    records: list[dict[str, float]] = field(default_factory=list)
+    arrays: dict[str, list[list[Any]]] = field(default_factory=dict)
+
+    def append(self, record: dict[str, float], arrays: dict[str, list[Any]] | None = None) -> None:
+        self.records.append(record)
+        for name, value in (arrays or {}).items():
+            self.arrays.setdefault(name, []).append(value)
+
+    def summary(self, metric: str = PRIMARY) -> dict[str, float]:
+        """Last-round value, best-round value and the round it came from, for `metric`."""
+        if not self.records:
+            raise ValueError("empty history")
+        best = max(self.records, key=lambda r: r[metric])
+        last = self.records[-1]
+        out = {f"last_{k}": v for k, v in last.items() if k != "round"}
+        out[f"best_{metric}"] = best[metric]
+        out["best_round"] = best["round"]
+        out["rounds"] = last["round"]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"records": self.records, "arrays": self.arrays, "summary": self.summary()}
+
+    def write(self, directory: Path) -> None:
+        atomic_write_json(directory / "history.json", self.to_json())
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(self.records[0]))
+        writer.writeheader()
+        writer.writerows(self.records)
+        atomic_write_text(directory / "history.csv", buffer.getvalue())
+
+
+def read_history(directory: Path) -> RunHistory:
+    data = json.loads((directory / "history.json").read_text())
+    return RunHistory(records=data["records"], arrays=data["arrays"])

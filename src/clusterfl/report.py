@@ -1,0 +1,133 @@
+"""Report builder: run histories (never MLflow) -> tables beside the papers' numbers + figures.
+
+Accuracies are reported in percent, as the papers print them; `diff` is ours (last round,
+mean over seeds) minus the paper's.
+"""
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clusterfl.history import read_history
+
+
+def seed_rows(results_dir: Path, experiment: str, algorithm: str) -> list[dict[str, Any]]:
+    """One row per seed of a cell: last/best test accuracy (%) and the best round."""
+    rows = []
+    cell = results_dir / experiment / algorithm
+    for seed_dir in sorted(cell.glob("seed*")):
+        summary = read_history(seed_dir).summary()
+        rows.append({
+            "experiment": experiment,
+            "algorithm": algorithm,
+            "seed": int(seed_dir.name.removeprefix("seed")),
+            "last_acc": 100 * summary["last_test_acc"],
+            "best_acc": 100 * summary["best_test_acc"],
+            "best_round": summary["best_round"],
+            "last_loss": summary["last_test_loss"],
+        })
+    return rows
+
+
+def mean_curve(results_dir: Path, experiment: str, algorithm: str) -> pd.DataFrame:
+    """Per-round mean and std over seeds of test accuracy (%) and train loss."""
+    frames = []
+    for seed_dir in sorted((results_dir / experiment / algorithm).glob("seed*")):
+        frames.append(pd.DataFrame(read_history(seed_dir).records))
+    stacked = pd.concat(frames)
+    grouped = stacked.groupby("round")
+    return pd.DataFrame({
+        "round": grouped.size().index,
+        "test_acc": 100 * grouped["test_acc"].mean().to_numpy(),
+        "test_acc_std": 100 * grouped["test_acc"].std(ddof=0).to_numpy(),
+        "train_loss": grouped["train_loss"].mean().to_numpy(),
+    })
+
+
+def summary_table(seeds: pd.DataFrame, references: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+    """Mean and std over seeds per cell, beside the paper's number and the difference."""
+    rows = []
+    for (exp, alg), g in seeds.groupby(["experiment", "algorithm"], sort=False):
+        paper = (references.get(exp) or {}).get("values", {}).get(alg)
+        last = g["last_acc"].to_numpy()
+        rows.append({
+            "experiment": exp,
+            "algorithm": alg,
+            "seeds": len(g),
+            "paper_acc": paper,
+            "last_acc_mean": last.mean(),
+            "last_acc_std": last.std(ddof=0),
+            "best_acc_mean": g["best_acc"].mean(),
+            "best_acc_std": g["best_acc"].std(ddof=0),
+            "best_round_mean": g["best_round"].mean(),
+            "diff_vs_paper": None if paper is None else last.mean() - paper,
+        })
+    return pd.DataFrame(rows)
+
+
+def _pm(mean: float, std: float) -> str:
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def markdown_table(table: pd.DataFrame, references: Mapping[str, Mapping[str, Any]]) -> str:
+    header = ("| experiment | algorithm | paper | ours, last round | ours, best round "
+              "| best round | diff (last − paper) | seeds |")
+    lines = [header, "|" + "---|" * 8]
+    for r in table.itertuples():
+        ref = references.get(r.experiment) or {}
+        where = f" ({ref['source']})" if ref.get("source") else ""
+        paper = "–" if r.paper_acc is None or pd.isna(r.paper_acc) else f"{r.paper_acc:.2f}{where}"
+        missing = r.diff_vs_paper is None or pd.isna(r.diff_vs_paper)
+        diff = "–" if missing else f"{r.diff_vs_paper:+.2f}"
+        lines.append(
+            f"| {r.experiment} | {r.algorithm} | {paper} | {_pm(r.last_acc_mean, r.last_acc_std)} "
+            f"| {_pm(r.best_acc_mean, r.best_acc_std)} | {r.best_round_mean:.0f} | {diff} "
+            f"| {r.seeds} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def convergence_figure(curves: Mapping[tuple[str, str], pd.DataFrame], path: Path) -> None:
+    """One panel per experiment: mean test accuracy over rounds per algorithm, ± std band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    experiments = list(dict.fromkeys(exp for exp, _ in curves))
+    cols = min(3, len(experiments))
+    rows = int(np.ceil(len(experiments) / cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.6 * rows), squeeze=False)
+    for ax, exp in zip(axes.flat, experiments, strict=False):
+        for (e, alg), curve in curves.items():
+            if e != exp:
+                continue
+            ax.plot(curve["round"], curve["test_acc"], label=alg)
+            ax.fill_between(curve["round"], curve["test_acc"] - curve["test_acc_std"],
+                            curve["test_acc"] + curve["test_acc_std"], alpha=0.2)
+        ax.set_title(exp)
+        ax.set_xlabel("round")
+        ax.set_ylabel("test accuracy (%)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(experiments):]:
+        ax.set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def metrics_json(table: pd.DataFrame) -> dict[str, Any]:
+    """Nested {experiment: {algorithm: {...}}} for `dvc metrics show`."""
+    out: dict[str, Any] = {}
+    for r in table.itertuples():
+        out.setdefault(r.experiment, {})[r.algorithm] = {
+            "last_acc": round(r.last_acc_mean, 4),
+            "best_acc": round(r.best_acc_mean, 4),
+        }
+    return json.loads(json.dumps(out))

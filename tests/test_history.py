@@ -1,0 +1,25 @@
+from clusterfl.history import RunHistory, read_history
+
+
+def _history() -> RunHistory:
+    h = RunHistory()
+    for r, acc in enumerate([0.5, 0.8, 0.7], start=1):
+        h.append({"round": r, "test_acc": acc, "test_loss": 1.0 / r}, {"assignment": [r, r]})
+    return h
+
+
+def test_summary_reports_last_best_and_best_round():
+    s = _history().summary()
+    assert s["last_test_acc"] == 0.7
+    assert s["best_test_acc"] == 0.8
+    assert s["best_round"] == 2
+    assert s["rounds"] == 3
+
+
+def test_write_and_read_round_trip(tmp_path):
+    h = _history()
+    h.write(tmp_path)
+    back = read_history(tmp_path)
+    assert back.records == h.records
+    assert back.arrays == {"assignment": [[1, 1], [2, 2], [3, 3]]}
+    assert (tmp_path / "history.csv").read_text().splitlines()[0] == "round,test_acc,test_loss"
