@@ -97,7 +97,7 @@ def save_dataset(dataset: Dataset, path: Path) -> None:
 
 def load_dataset(path: Path) -> Dataset:
     with np.load(path) as f:
-        optional = {attr: f[attr] if attr in f else None for attr in _OPTIONAL_ARRAYS}
+        optional = {attr: f.get(attr, None) for attr in _OPTIONAL_ARRAYS}
         names = lambda key: tuple(f[key].tolist()) if key in f else ()  # noqa: E731
         return Dataset(
             name=str(f["name"]),

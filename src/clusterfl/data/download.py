@@ -86,7 +86,9 @@ def _copy_to(source: str, tmp: Path) -> None:
         shutil.copyfileobj(response, out, 1 << 20)
 
 
-def fetch(resource: Resource, cache_dir: Path, mirrors: tuple[str, ...] = (), key: str = "") -> Path:
+def fetch(
+    resource: Resource, cache_dir: Path, mirrors: tuple[str, ...] = (), key: str = ""
+) -> Path:
     """Return `cache_dir/filename`, verified; see the module docstring for the order tried."""
     target = Path(cache_dir) / resource.filename
     where = f"{key}: " if key else ""

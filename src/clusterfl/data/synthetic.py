@@ -197,7 +197,8 @@ def threshold_regression(opts: ThresholdRegressionOptions, rng: np.random.Genera
     each coordinate" -> each coordinate is low or high with probability 1/2. The optima are in
     `extras["optima"]` (K, d); `groups` = client, `group_cluster` = its cluster.
     """
-    k, m, n, d = opts.num_clusters, opts.clients_per_cluster, opts.samples_per_client, opts.dimension
+    k, m = opts.num_clusters, opts.clients_per_cluster
+    n, d = opts.samples_per_client, opts.dimension
     low, high = opts.optimum_values
     optima = np.where(rng.integers(0, 2, (k, d)) == 1, high, low).astype(np.float64)
     clusters = np.repeat(np.arange(k), m)
