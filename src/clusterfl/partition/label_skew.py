@@ -123,6 +123,8 @@ def label_quantity(
     parts: list[list[np.ndarray]] = [[] for _ in range(opts.num_clients)]
     for cls in range(k_classes):
         holders = [i for i, s in enumerate(sets) if cls in s]
+        if not holders:  # a class no client drew is left out
+            continue
         members = rng.permutation(np.flatnonzero(dataset.y == cls))
         for i, chunk in zip(holders, np.array_split(members, len(holders)), strict=False):
             parts[i].append(chunk)
