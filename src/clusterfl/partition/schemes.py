@@ -7,7 +7,13 @@
   so every class serves the same number of clients (as in pFedMe's MNIST script, which gives
   user u the labels u, u+1, ... mod 10); a client's size is uniform in `size_range` and split
   evenly over its classes. Clients dealt the same set of classes share a ground-truth cluster.
-- `iid`: uniform random split into clients of equal size.
+  Reading of P1's numbers: 40 clients with sizes uniform in [470, 4116] ask for ~91,000
+  samples on average, more than MNIST's 70,000 (each class serves 12 clients, ~27,000 per
+  class against ~7,000). We do not scale sizes silently: a class that runs short is a
+  UserError naming `size_range`, and the params must pick a range the dataset can serve
+  (the report says which range was used).
+- `iid`: uniform random split into clients of equal size (FedC's syn_unf).
+The other schemes live in `label_skew`, `mixtures` and `clustered`; all are registered here.
 """
 
 from collections.abc import Callable, Mapping
@@ -19,6 +25,7 @@ import numpy as np
 from clusterfl.data.dataset import Dataset
 from clusterfl.errors import UserError
 from clusterfl.options import build_options, require
+from clusterfl.partition import clustered, label_skew, mixtures
 from clusterfl.partition.base import Partition, split_train_test
 from clusterfl.registry import Registry
 
@@ -71,8 +78,8 @@ def natural(
     dataset: Dataset, opts: NaturalOptions, rng: np.random.Generator, key: str = "scheme"
 ) -> Partition:
     if dataset.groups is None:
-        raise UserError(f"{key}: scheme 'natural' needs a dataset with client groups; {dataset.name!r}"
-                        " has none (use it with a synthetic generator)")
+        raise UserError(f"{key}: scheme 'natural' needs a dataset with client groups;"
+                        f" {dataset.name!r} has none (use it with a synthetic generator)")
     groups = dataset.groups
     clients = [np.flatnonzero(groups == g) for g in range(int(groups.max()) + 1)]
     train, test = _split_all(clients, opts.test_fraction, rng)
@@ -92,7 +99,9 @@ def pathological(
     ]
     lo, hi = opts.size_range
     sizes = rng.integers(lo, hi + 1, opts.num_clients)
-    pools = {cls: list(rng.permutation(np.flatnonzero(dataset.y == cls))) for cls in range(n_classes)}
+    pools = {
+        cls: list(rng.permutation(np.flatnonzero(dataset.y == cls))) for cls in range(n_classes)
+    }
     clients = []
     for k, classes in enumerate(client_classes):
         shares = np.full(c, sizes[k] // c)
@@ -107,8 +116,7 @@ def pathological(
             taken.extend(pools[cls][:share])
             del pools[cls][:share]
         clients.append(np.array(taken, dtype=np.int64))
-    class_sets = {s: i for i, s in enumerate(dict.fromkeys(tuple(sorted(s)) for s in client_classes))}
-    cluster = np.array([class_sets[tuple(sorted(s))] for s in client_classes])
+    cluster = label_skew.class_sets_to_clusters(client_classes)
     train, test = _split_all(clients, opts.test_fraction, rng)
     return Partition(train, test, cluster=cluster)
 
@@ -139,7 +147,30 @@ SCHEMES.add("pathological")(
         pathological,
     )
 )
-SCHEMES.add("iid")(PartitionScheme("uniform random split, equal sizes", IidOptions, iid))
+SCHEMES.add("iid")(
+    PartitionScheme("uniform random split, equal sizes (FedC syn_unf)", IidOptions, iid)
+)
+for _name, _entry in {
+    "dirichlet": ("Dirichlet(alpha) label skew (NIID-Bench)", label_skew.DirichletOptions,
+                  label_skew.dirichlet),
+    "label_quantity": ("#C classes per client, split evenly (NIID-Bench)",
+                       label_skew.LabelQuantityOptions, label_skew.label_quantity),
+    "quantity_skew": ("i.i.d. labels, power-law client sizes", label_skew.QuantitySkewOptions,
+                      label_skew.quantity_skew),
+    "two_class": ("FedC MNIST_bals / MNIST_ubls: 2 classes per client, equal or power-law sizes",
+                  label_skew.TwoClassOptions, label_skew.two_class),
+    "fedsoft_mixture": ("FedSoft mixtures 10:90, 30:70, linear, random; held-out set per"
+                        " distribution", mixtures.MixtureOptions, mixtures.fedsoft_mixture),
+    "rotation": ("k rotation clusters of images (IFCA/CFL)", clustered.RotationOptions,
+                 clustered.rotation),
+    "modality": ("mmFL: clients grouped by modality, Dirichlet label skew within",
+                 clustered.ModalityOptions, clustered.modality),
+    "similarity": ("FedC syn_noniid: k-means groups, one per client", clustered.SimilarityOptions,
+                   clustered.similarity),
+    "feature_noise": ("NIID-Bench feature noise, std growing with client index",
+                      clustered.FeatureNoiseOptions, clustered.feature_noise),
+}.items():
+    SCHEMES.add(_name)(PartitionScheme(*_entry))
 
 
 def build_partition(

@@ -1,0 +1,141 @@
+"""Hard-clustered schemes whose clusters come from a transform, a modality or similarity.
+
+- `rotation` (IFCA, Ghosh et al. 2020, rotated MNIST/CIFAR; CFL, Sattler et al. 2020): the
+  clients are split into k equal contiguous clusters; cluster j sees its i.i.d. share of the
+  data rotated by 360 j / k degrees (k = 4: 0, 90, 180, 270). Each sample goes to one client.
+- `modality` (mmFL, P3): clients grouped by modality, `clients_per_modality` each (Fig. 2: 3);
+  the samples are shared out at random between the modalities (a client with only an
+  accelerometer holds its own recordings; reading: the groups hold disjoint recordings), and
+  within each group by Dirichlet(alpha) label skew (the paper says only "non-IID").
+- `similarity` (FedC's syn_noniid): k-means (scikit-learn, one k-means++ initialisation) on
+  the flattened features into `num_clients` groups, group j -> client j. The ground truth kept
+  is each client's mixture over the true labels (clients straddle clusters).
+- `feature_noise` (NIID-Bench): an i.i.d. equal split; client i's features get Gaussian noise
+  of std `noise * i / (N - 1)` (NIID-Bench's code), through `noise<std>` views.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from clusterfl.data.dataset import Dataset
+from clusterfl.errors import UserError
+from clusterfl.options import require
+from clusterfl.partition.base import Partition, split_clients
+from clusterfl.partition.label_skew import dirichlet_split
+from clusterfl.partition.views import encode
+
+
+@dataclass(frozen=True)
+class RotationOptions:
+    num_clients: int = 40
+    rotations: int = 4
+    test_fraction: float = 0.25
+
+    def validate(self, key: str) -> None:
+        require(self.rotations > 0, f"{key}.rotations", "must be > 0")
+        require(self.num_clients >= self.rotations, f"{key}.num_clients", "must be >= rotations")
+        require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
+
+
+def rotation(
+    dataset: Dataset, opts: RotationOptions, rng: np.random.Generator, key: str = "scheme"
+) -> Partition:
+    if dataset.x.ndim != 4:
+        raise UserError(f"{key}: scheme 'rotation' needs images; {dataset.name!r} has features"
+                        f" of shape {dataset.feature_shape}")
+    n = len(dataset.y)
+    cluster = np.arange(opts.num_clients) * opts.rotations // opts.num_clients
+    chunks = np.array_split(rng.permutation(n), opts.num_clients)
+    clients = [encode(int(c), np.sort(ch), n) for c, ch in zip(cluster, chunks, strict=True)]
+    train, test = split_clients(clients, opts.test_fraction, rng)
+    views = tuple(f"rot{360 * j / opts.rotations:g}" for j in range(opts.rotations))
+    return Partition(train, test, cluster=cluster, views=views)
+
+
+@dataclass(frozen=True)
+class ModalityOptions:
+    clients_per_modality: int = 3
+    alpha: float = 0.5
+    min_size: int = 10
+    test_fraction: float = 0.25
+
+    def validate(self, key: str) -> None:
+        require(self.clients_per_modality > 0, f"{key}.clients_per_modality", "must be > 0")
+        require(self.alpha > 0, f"{key}.alpha", "must be > 0")
+        require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
+
+
+def modality(
+    dataset: Dataset, opts: ModalityOptions, rng: np.random.Generator, key: str = "scheme"
+) -> Partition:
+    if not dataset.modalities:
+        raise UserError(f"{key}: scheme 'modality' needs a multimodal dataset; {dataset.name!r}"
+                        " has no modalities (use uci_har, basic_motions or cmu_mosei)")
+    n, m = len(dataset.y), len(dataset.modalities)
+    groups = np.array_split(rng.permutation(n), m)
+    clients, cluster = [], []
+    for g, members in enumerate(groups):
+        for part in dirichlet_split(dataset.y, np.sort(members), opts.clients_per_modality,
+                                    opts.alpha, opts.min_size, rng, key):
+            clients.append(encode(g, part, n))
+            cluster.append(g)
+    train, test = split_clients(clients, opts.test_fraction, rng)
+    views = tuple(f"modality:{name}" for name in dataset.modalities)
+    return Partition(train, test, cluster=np.array(cluster), views=views)
+
+
+@dataclass(frozen=True)
+class SimilarityOptions:
+    num_clients: int = 100
+    test_fraction: float = 0.0
+
+    def validate(self, key: str) -> None:
+        require(self.num_clients > 0, f"{key}.num_clients", "must be > 0")
+        require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
+
+
+def similarity(
+    dataset: Dataset, opts: SimilarityOptions, rng: np.random.Generator, key: str = "scheme"
+) -> Partition:
+    from sklearn.cluster import KMeans
+
+    if opts.num_clients > len(dataset.y):
+        raise UserError(f"{key}.num_clients: more clients than the {len(dataset.y)} samples")
+    features = dataset.x.reshape(len(dataset.x), -1)
+    seed = int(rng.integers(0, 2**31 - 1))
+    groups = KMeans(opts.num_clients, n_init=1, random_state=seed).fit_predict(features)
+    clients = [np.flatnonzero(groups == j) for j in range(opts.num_clients)]
+    mixture = None
+    distributions: tuple[str, ...] = ()
+    if not dataset.is_regression:
+        k = dataset.num_classes
+        counts = np.stack([np.bincount(dataset.y[c], minlength=k) for c in clients])
+        mixture = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+        distributions = tuple(f"class{c}" for c in range(dataset.num_classes))
+    train, test = split_clients(clients, opts.test_fraction, rng)
+    return Partition(train, test, mixture=mixture, distributions=distributions)
+
+
+@dataclass(frozen=True)
+class FeatureNoiseOptions:
+    num_clients: int = 10
+    noise: float = 0.1
+    test_fraction: float = 0.25
+
+    def validate(self, key: str) -> None:
+        require(self.num_clients > 1, f"{key}.num_clients", "must be > 1")
+        require(self.noise >= 0, f"{key}.noise", "must be >= 0")
+        require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
+
+
+def feature_noise(
+    dataset: Dataset, opts: FeatureNoiseOptions, rng: np.random.Generator, key: str = "scheme"
+) -> Partition:
+    n = len(dataset.y)
+    chunks = np.array_split(rng.permutation(n), opts.num_clients)
+    clients = [encode(i, np.sort(ch), n) for i, ch in enumerate(chunks)]
+    train, test = split_clients(clients, opts.test_fraction, rng)
+    views = tuple(f"noise{opts.noise * i / (opts.num_clients - 1):g}"
+                  for i in range(opts.num_clients))
+    return Partition(train, test, views=views)
