@@ -124,7 +124,8 @@ def list_datasets() -> None:
     from clusterfl.data import DATA_SOURCES
 
     _print_registry("dataset sources", [
-        (n, f"{s.description}{'' if s.offline else ' (needs download)'}") for n, s in DATA_SOURCES
+        (n, s.description if s.offline else f"{s.description} [needs: {s.needs or 'download'}]")
+        for n, s in DATA_SOURCES
     ])
 
 

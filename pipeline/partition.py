@@ -2,7 +2,6 @@
 
 from pathlib import Path
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 
@@ -10,17 +9,9 @@ from clusterfl.config import load_params
 from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
 from clusterfl.io import atomic_write_text
-from clusterfl.partition import Partition, build_partition, save_partition
+from clusterfl.partition import build_partition, save_partition
+from clusterfl.partition.report import plot_partition, summarize_partition
 from pipeline.common import PARTITIONS, dataset_file, is_skipped, output_dir, write_skipped
-
-
-def summary_csv(partition: Partition, labels: np.ndarray) -> str:
-    lines = ["client,train,test,classes,cluster"]
-    for k, (tr, te) in enumerate(zip(partition.train, partition.test, strict=True)):
-        classes = " ".join(map(str, np.unique(labels[tr])))
-        cluster = "" if partition.cluster is None else str(partition.cluster[k])
-        lines.append(f"{k},{len(tr)},{len(te)},{classes},{cluster}")
-    return "\n".join(lines) + "\n"
 
 
 def run(name: str, params_path: Path, console: Console) -> None:
@@ -40,12 +31,13 @@ def run(name: str, params_path: Path, console: Console) -> None:
         for seed in params.seeds:
             part = build_partition(dataset, scheme, entry, seed, f"partitions.{name}")
             save_partition(part, out / f"seed{seed}.npz")
-            atomic_write_text(out / f"seed{seed}_clients.csv", summary_csv(part, dataset.y))
-    sizes = part.train_sizes() + part.test_sizes()
-    table = Table(title=f"partition {name} (seed {params.seeds[-1]})")
-    for col in ("clients", "samples", "min size", "max size", "true clusters"):
-        table.add_column(col)
-    clusters = "–" if part.cluster is None else str(len(np.unique(part.cluster)))
-    table.add_row(str(part.num_clients), str(sizes.sum()), str(sizes.min()), str(sizes.max()),
-                  clusters)
+            summary = summarize_partition(part, dataset)
+            atomic_write_text(out / f"seed{seed}_clients.csv", summary.to_csv(index=False))
+        plot_partition(part, dataset, out / f"seed{seed}_clients.png")
+    table = Table(title=f"partition {name}: {part.num_clients} clients (seed {params.seeds[-1]})")
+    for col in summary.columns:
+        table.add_column(str(col))
+    for row in summary.itertuples(index=False):
+        table.add_row(*(str(v) for v in row))
     console.print(table)
+    console.print(f"-> {PARTITIONS / name} (per-client CSV and figure for every seed)")

@@ -11,14 +11,15 @@ from clusterfl.data import Dataset
 from clusterfl.engine import ENGINES, ClientData
 from clusterfl.history import RunHistory
 from clusterfl.models import build_model
-from clusterfl.partition import Partition
+from clusterfl.partition import Partition, views
 
 
 def client_data(dataset: Dataset, partition: Partition, device: str = "cpu") -> ClientData:
-    """Lay out each client's train/test samples for the engine."""
+    """Lay out each client's train/test samples (views applied) for the engine."""
+    clients = range(partition.num_clients)
     return ClientData.from_lists(
-        [(dataset.x[idx], dataset.y[idx]) for idx in partition.train],
-        [(dataset.x[idx], dataset.y[idx]) for idx in partition.test],
+        [views.client_data(dataset, partition, k, "train") for k in clients],
+        [views.client_data(dataset, partition, k, "test") for k in clients],
         device=device,
     )
 
