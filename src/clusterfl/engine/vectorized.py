@@ -55,43 +55,55 @@ class VectorizedEngine:
         self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
     ) -> tuple[Params, Params]:
-        active = plan.active
+        active = plan.active.cpu()  # the plan's bookkeeping stays on the CPU
         order = torch.argsort(active.sum(0), descending=True, stable=True)
         n_active = active.sum(1).tolist()
-        sorted_active = active[:, order]
-        steps = torch.arange(active.shape[1]).view(1, -1)
-        if not torch.equal(sorted_active, steps < torch.tensor(n_active).view(-1, 1)):
+        position = torch.arange(active.shape[1]).view(1, -1)
+        if not torch.equal(active[:, order], position < torch.tensor(n_active).view(-1, 1)):
             raise ValueError("with clients sorted by step count, the clients active at each step "
                              "must be a prefix of them (make_plan's plans are)")
-        work = _reorder(params, order)  # our own copy, updated in place
+        identity = bool((order == position[0]).all())
+        dev = self.data.train_x.device
+        plan = BatchPlan(plan.index[:, order].to(dev), plan.mask[:, order].to(dev))
+        order = order.to(dev)
+        # our own copy, updated in place (with local_steps every client takes every step)
+        work = {k: v.clone() for k, v in params.items()} if identity else _reorder(params, order)
         state = rule.init_state(work)
         if prox is not None:
             prox = Prox(prox.mu, _reorder(prox.center, order), prox.weight.index_select(0, order))
         full = len(order)
-        for s, batch in enumerate(self._batches(clients[order], plan, order, n_active)):
+        for s, batch in enumerate(self._batches(clients.to(dev)[order], plan, n_active)):
             n = n_active[s]
             p_prox = prox
             if prox is not None and n != full:
                 p_prox = Prox(prox.mu, _prefix(prox.center, n, full), prox.weight[:n])
             oracle = BoundOracle(self.kernel, batch)
             rule.step_(_prefix(work, n, full), _prefix(state, n, full), oracle, p_prox)
+        if identity:
+            return work, state
         return _unsort(work, order), _unsort(state, order)
 
     def _batches(
-        self, clients: torch.Tensor, plan: BatchPlan, order: torch.Tensor, n_active: list[int]
+        self, clients: torch.Tensor, plan: BatchPlan, n_active: list[int]
     ) -> Iterator[Batch]:
-        """Step s's batch for its active clients, gathered a block of steps at a time."""
+        """Step s's batch for its active clients (plan columns in the clients' sorted order),
+        gathered a block of steps at a time."""
         x_all, y_all = self.data.train_x, self.data.train_y
         c, b = plan.index.shape[1:]
-        per_step = max(c * b * x_all[0, 0].numel() * x_all.element_size(), 1)
+        sample = x_all.shape[2:]
+        per_step = max(c * b * sample.numel() * x_all.element_size(), 1)
         block = max(1, GATHER_BYTES // per_step)
-        rows = clients.view(1, -1, 1)
+        # Rows of the flattened [clients * N_max, ...] data: index_select copies whole rows,
+        # several times faster than two-dimensional advanced indexing.
+        offset = (clients * x_all.shape[1]).view(1, -1, 1)
+        x_rows, y_rows = x_all.flatten(0, 1), y_all.flatten()
         for start in range(0, plan.num_steps, block):
-            idx = plan.index[start : start + block].index_select(1, order)
-            mask = plan.mask[start : start + block].index_select(1, order).to(x_all.dtype)
-            xs, ys = x_all[rows, idx], y_all[rows, idx]
+            flat = (plan.index[start : start + block] + offset).flatten()
+            mask = plan.mask[start : start + block].to(x_all.dtype)
+            xs = x_rows.index_select(0, flat).view(*mask.shape, *sample)
+            ys = y_rows.index_select(0, flat).view(mask.shape)
             ws = mask / mask.sum(2, keepdim=True).clamp(min=1)
-            for t in range(idx.shape[0]):
+            for t in range(mask.shape[0]):
                 n = n_active[start + t]
                 yield Batch(xs[t, :n], ys[t, :n], ws[t, :n])
 
@@ -106,7 +118,8 @@ class VectorizedEngine:
         n_max = int(n_sel.max()) if len(n_sel) else 0
         for start in range(0, n_max, EVAL_CHUNK):
             stop = min(start + EVAL_CHUNK, n_max)
-            mask = (torch.arange(start, stop).view(1, -1) < n_sel.view(-1, 1)).to(x.dtype)
+            pos = torch.arange(start, stop, device=x.device)
+            mask = (pos.view(1, -1) < n_sel.view(-1, 1)).to(x.dtype)
             yc = y[clients, start:stop]
             logits = self.kernel.logits(params, x[clients, start:stop])
             losses = F.cross_entropy(logits.transpose(1, 2), yc, reduction="none")
@@ -121,7 +134,7 @@ class VectorizedEngine:
         x, y, n = self.data.split(split)
         n_sel = n[clients]
         n_max = int(n_sel.max()) if len(n_sel) else 0
-        mask = torch.arange(n_max).view(1, -1) < n_sel.view(-1, 1)
+        mask = torch.arange(n_max, device=x.device).view(1, -1) < n_sel.view(-1, 1)
         n_models, c = next(iter(models.values())).shape[0], len(clients)
         out = torch.zeros(n_models, c, n_max, dtype=x.dtype, device=x.device)
         # Every model sees all clients' samples as one long batch: one large GEMM per layer.
