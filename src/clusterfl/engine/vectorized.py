@@ -21,7 +21,7 @@ from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import LocalRule
 
 EVAL_CHUNK = 2048  # samples per client per evaluation chunk, to bound memory
-GATHER_BYTES = 64 * 2**20  # budget for one block of pre-gathered batches
+GATHER_BYTES = 4 * 2**20  # one block of pre-gathered batches: fresh pages are slow, keep it small
 
 
 def _prefix(tensors: Params, n: int, full: int) -> Params:
@@ -30,6 +30,13 @@ def _prefix(tensors: Params, n: int, full: int) -> Params:
 
 def _reorder(tensors: Params, order: torch.Tensor) -> Params:
     return {k: v.index_select(0, order) for k, v in tensors.items()}
+
+
+def _client_rows(x: torch.Tensor, clients: torch.Tensor) -> torch.Tensor:
+    """x[clients] without a copy when `clients` are all clients in order (evaluation usually)."""
+    if len(clients) == len(x) and bool((clients.cpu() == torch.arange(len(x))).all()):
+        return x
+    return x.index_select(0, clients.to(x.device))
 
 
 def _unsort(tensors: Params, order: torch.Tensor) -> Params:
@@ -113,15 +120,16 @@ class VectorizedEngine:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, n = self.data.split(split)
         n_sel = n[clients]
+        n_max = int(n_sel.max()) if len(n_sel) else 0
+        x, y = _client_rows(x[:, :n_max], clients), _client_rows(y[:, :n_max], clients)
         loss_sum = torch.zeros(len(clients), dtype=x.dtype, device=x.device)
         correct = torch.zeros_like(loss_sum)
-        n_max = int(n_sel.max()) if len(n_sel) else 0
         for start in range(0, n_max, EVAL_CHUNK):
             stop = min(start + EVAL_CHUNK, n_max)
             pos = torch.arange(start, stop, device=x.device)
             mask = (pos.view(1, -1) < n_sel.view(-1, 1)).to(x.dtype)
-            yc = y[clients, start:stop]
-            logits = self.kernel.logits(params, x[clients, start:stop])
+            yc = y[:, start:stop]
+            logits = self.kernel.logits(params, x[:, start:stop])
             losses = F.cross_entropy(logits.transpose(1, 2), yc, reduction="none")
             loss_sum += (losses * mask).sum(1)
             correct += ((logits.argmax(-1) == yc).to(x.dtype) * mask).sum(1)
@@ -135,13 +143,14 @@ class VectorizedEngine:
         n_sel = n[clients]
         n_max = int(n_sel.max()) if len(n_sel) else 0
         mask = torch.arange(n_max, device=x.device).view(1, -1) < n_sel.view(-1, 1)
+        x, y = _client_rows(x[:, :n_max], clients), _client_rows(y[:, :n_max], clients)
         n_models, c = next(iter(models.values())).shape[0], len(clients)
         out = torch.zeros(n_models, c, n_max, dtype=x.dtype, device=x.device)
         # Every model sees all clients' samples as one long batch: one large GEMM per layer.
         for start in range(0, n_max, EVAL_CHUNK):
             stop = min(start + EVAL_CHUNK, n_max)
-            flat_x = x[clients, start:stop].flatten(0, 1).unsqueeze(0)
-            flat_y = y[clients, start:stop].flatten()
+            flat_x = x[:, start:stop].flatten(0, 1).unsqueeze(0)
+            flat_y = y[:, start:stop].flatten()
             for m in range(n_models):
                 logits = self.kernel.logits({k: v[m : m + 1] for k, v in models.items()}, flat_x)
                 losses = F.cross_entropy(logits[0], flat_y, reduction="none")
