@@ -1,15 +1,18 @@
 """The local-training engine: every algorithm's client work goes through it.
 
-Algorithms say *what* to compute (a `LocalRule`, a `BatchPlan`, optional proximal terms);
-an engine decides *how*. `VectorizedEngine` trains all selected clients together on stacked
-parameters with `torch.func.vmap`; `ReferenceEngine` is the plain per-client loop kept as the
-oracle the tests compare the fast path against.
+Algorithms say *what* to compute (a `LocalRule`, a `BatchPlan`, optional proximal terms, the
+models whose per-sample losses they need); an engine decides *how*. `VectorizedEngine` trains
+all selected clients together on stacked parameters (hand-written batched matmuls for
+Linear-ReLU stacks, `torch.func.vmap` otherwise); `ReferenceEngine` is the plain per-client
+loop kept as the oracle the tests compare the fast path against. See docs/engine.md.
 """
 
 from clusterfl.engine.base import ClientData, LocalEngine, Prox
+from clusterfl.engine.kernels import BmmKernel, VmapKernel, make_kernel
 from clusterfl.engine.plan import BatchPlan, make_plan
 from clusterfl.engine.reference import ReferenceEngine
-from clusterfl.engine.rules import Adam, LocalRule, Sgd
+from clusterfl.engine.rules import Adam, GradOracle, LocalRule, MoreauEnvelope, Sgd
+from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.engine.vectorized import VectorizedEngine
 
 ENGINES = {"vectorized": VectorizedEngine, "reference": ReferenceEngine}
@@ -18,12 +21,19 @@ __all__ = [
     "ENGINES",
     "Adam",
     "BatchPlan",
+    "BmmKernel",
     "ClientData",
+    "GradOracle",
     "LocalEngine",
     "LocalRule",
+    "MoreauEnvelope",
     "Prox",
     "ReferenceEngine",
     "Sgd",
     "VectorizedEngine",
+    "VmapKernel",
+    "configure_threads",
+    "make_kernel",
     "make_plan",
+    "split_threads",
 ]

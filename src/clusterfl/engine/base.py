@@ -70,18 +70,38 @@ def _pad(
 
 
 class LocalEngine(Protocol):
-    """Trains and evaluates stacked client models; implemented by both engines."""
+    """Trains and evaluates stacked client models; implemented by both engines.
+
+    Row i of `params` (and of a `Prox`) belongs to client `clients[i]`; results keep that order.
+    """
 
     data: ClientData
 
     def train(
         self, params: Params, clients: torch.Tensor, rule, plan, prox: Prox | None = None
     ) -> Params:
-        """Run `plan` with `rule` from `params[c]` for each client in `clients`; new params."""
+        """Run `plan` with `rule` from `params[i]` for each client in `clients`; new params."""
+        ...
+
+    def train_with_state(
+        self, params: Params, clients: torch.Tensor, rule, plan, prox: Prox | None = None
+    ) -> tuple[Params, Params]:
+        """As `train`, plus the rule's final per-client state (e.g. pFedMe's theta)."""
         ...
 
     def evaluate(
         self, params: Params, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per client: (sum of losses, number correct) of model `params[c]` on its split."""
+        """Per client: (sum of losses, number correct) of model `params[i]` on its split."""
+        ...
+
+    def sample_losses(
+        self, models: Params, clients: torch.Tensor, split: Split
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Loss of every sample of every client under each of M shared models `models[m]`.
+
+        Returns (losses [M, C, N], mask [C, N]) with N the largest selected client's size;
+        padded positions hold loss 0 and mask False. IFCA, FedSoft and FedEM assign clusters
+        from these.
+        """
         ...

@@ -1,8 +1,8 @@
 """The plain per-client loop: the oracle the vectorized engine is tested against.
 
 One client at a time, only its real samples, ordinary autograd. It runs the same `LocalRule`
-on a stack of one client, so the tests compare batching, padding, masking and gathering of the
-fast path, not two copies of the update math.
+on a stack of one client, so the tests compare batching, padding, masking, gathering and the
+kernels' hand-written gradients of the fast path, not two copies of the update math.
 """
 
 import torch
@@ -12,6 +12,35 @@ from torch.func import functional_call
 
 from clusterfl.engine.base import ClientData, Params, Prox, Split
 from clusterfl.engine.plan import BatchPlan
+from clusterfl.engine.rules import Coef, LocalRule, descend_unfused_
+
+
+class AutogradOracle:
+    """Gradient of one client's mean loss on (x, y) by `torch.autograd`."""
+
+    def __init__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
+        self.model, self.x, self.y = model, x, y
+
+    def grads(self, params: Params) -> Params:
+        leaves = {k: v[0].detach().requires_grad_(True) for k, v in params.items()}
+        with torch.enable_grad():
+            loss = F.cross_entropy(functional_call(self.model, leaves, (self.x,)), self.y)
+            grads = torch.autograd.grad(loss, list(leaves.values()))
+        return {k: g.unsqueeze(0) for k, g in zip(leaves, grads, strict=True)}
+
+    def descend_(
+        self, params: Params, lr: float, decay: Coef = 0.0, anchor: Params | None = None,
+        pull: Coef = 0.0,
+    ) -> None:
+        descend_unfused_(self, params, lr, decay, anchor, pull)
+
+
+def _stack(parts: list[Params]) -> Params:
+    return {k: torch.cat([q[k] for q in parts]) for k in parts[0]} if parts else {}
+
+
+def _row(tensors: Params, i: int) -> Params:
+    return {k: v[i : i + 1] for k, v in tensors.items()}
 
 
 class ReferenceEngine:
@@ -19,38 +48,35 @@ class ReferenceEngine:
         self.model = model
         self.data = data
 
-    def _grad_fn(self, x: torch.Tensor, y: torch.Tensor):
-        def grad_fn(params: Params) -> Params:
-            leaves = {k: v[0].detach().requires_grad_(True) for k, v in params.items()}
-            with torch.enable_grad():
-                loss = F.cross_entropy(functional_call(self.model, leaves, (x,)), y)
-                grads = torch.autograd.grad(loss, list(leaves.values()))
-            return {k: g.unsqueeze(0) for k, g in zip(leaves, grads, strict=True)}
-
-        return grad_fn
-
     def train(
-        self, params: Params, clients: torch.Tensor, rule, plan: BatchPlan,
+        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
     ) -> Params:
-        out: dict[str, list[torch.Tensor]] = {k: [] for k in params}
+        return self.train_with_state(params, clients, rule, plan, prox)[0]
+
+    def train_with_state(
+        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        prox: Prox | None = None,
+    ) -> tuple[Params, Params]:
+        out_p: list[Params] = []
+        out_s: list[Params] = []
         for i, c in enumerate(clients.tolist()):
-            p = {k: v[i : i + 1].clone() for k, v in params.items()}
+            p = {k: v.clone() for k, v in _row(params, i).items()}
             p_prox = None
             if prox is not None:
-                center = {k: v[i : i + 1] for k, v in prox.center.items()}
-                p_prox = Prox(prox.mu, center, prox.weight[i : i + 1])
+                p_prox = Prox(prox.mu, _row(prox.center, i), prox.weight[i : i + 1])
             state = rule.init_state(p)
             for s in range(plan.num_steps):
                 real = plan.mask[s, i]
                 if not real.any():
                     continue
                 idx = plan.index[s, i][real]
-                grad_fn = self._grad_fn(self.data.train_x[c, idx], self.data.train_y[c, idx])
-                p, state = rule.step(p, state, grad_fn, p_prox)
-            for k in params:
-                out[k].append(p[k][0])
-        return {k: torch.stack(v) for k, v in out.items()}
+                oracle = AutogradOracle(self.model, self.data.train_x[c, idx],
+                                        self.data.train_y[c, idx])
+                rule.step_(p, state, oracle, p_prox)
+            out_p.append(p)
+            out_s.append(state)
+        return _stack(out_p), _stack(out_s)
 
     @torch.no_grad()
     def evaluate(
@@ -64,3 +90,19 @@ class ReferenceEngine:
             losses.append(F.cross_entropy(logits, y[c, : n[c]], reduction="sum"))
             correct.append((logits.argmax(-1) == y[c, : n[c]]).sum().to(logits.dtype))
         return torch.stack(losses), torch.stack(correct)
+
+    @torch.no_grad()
+    def sample_losses(
+        self, models: Params, clients: torch.Tensor, split: Split
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y, n = self.data.split(split)
+        n_sel = n[clients]
+        n_max = int(n_sel.max()) if len(n_sel) else 0
+        n_models = next(iter(models.values())).shape[0]
+        out = torch.zeros(n_models, len(clients), n_max, dtype=x.dtype)
+        for m in range(n_models):
+            p = {k: v[m] for k, v in models.items()}
+            for i, c in enumerate(clients.tolist()):
+                logits = functional_call(self.model, p, (x[c, : n[c]],))
+                out[m, i, : n[c]] = F.cross_entropy(logits, y[c, : n[c]], reduction="none")
+        return out, torch.arange(n_max).view(1, -1) < n_sel.view(-1, 1)

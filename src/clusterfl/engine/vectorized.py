@@ -1,61 +1,118 @@
-"""All selected clients trained together: stacked parameters and `vmap(grad(loss))`.
+"""All selected clients trained together on stacked parameters `[C, ...]`.
 
-Each step gathers every client's batch into one contiguous `[C, B, ...]` tensor; vmap turns
-the per-client matmuls into batched ones. Clients that take no step at s (epochs mode, small
-clients) keep their parameters and optimizer state through a `torch.where`.
+How a step runs:
+- Clients are sorted by their number of steps (most first), so the clients active at step s
+  are a prefix `[:n_s]`: a step works on views of that prefix, inactive clients are never
+  touched, and no `torch.where` or copying is needed (epochs mode, unequal sizes). With
+  `local_steps` every client is active and the views are the full tensors.
+- Batches are gathered ahead, many steps at a time, into contiguous `[T, C, B, ...]` blocks.
+- The kernel (see `kernels.py`) computes the gradients, a `LocalRule` applies them in place.
 """
 
-from functools import partial
+from collections.abc import Iterator
 
 import torch
+import torch.nn.functional as F
 from torch import nn
-from torch.func import grad, vmap
 
 from clusterfl.engine.base import ClientData, Params, Prox, Split
-from clusterfl.engine.functional import loss_and_correct, masked_mean_loss
+from clusterfl.engine.kernels import Batch, BoundOracle, KernelName, make_kernel
 from clusterfl.engine.plan import BatchPlan
+from clusterfl.engine.rules import LocalRule
 
 EVAL_CHUNK = 2048  # samples per client per evaluation chunk, to bound memory
+GATHER_BYTES = 4 * 2**20  # one block of pre-gathered batches: fresh pages are slow, keep it small
 
 
-def _select(active: torch.Tensor, new: Params, old: Params) -> Params:
+def _prefix(tensors: Params, n: int, full: int) -> Params:
+    return tensors if n == full else {k: v[:n] for k, v in tensors.items()}
+
+
+def _reorder(tensors: Params, order: torch.Tensor) -> Params:
+    return {k: v.index_select(0, order) for k, v in tensors.items()}
+
+
+def _client_rows(x: torch.Tensor, clients: torch.Tensor) -> torch.Tensor:
+    """x[clients] without a copy when `clients` are all clients in order (evaluation usually)."""
+    if len(clients) == len(x) and bool((clients.cpu() == torch.arange(len(x))).all()):
+        return x
+    return x.index_select(0, clients.to(x.device))
+
+
+def _unsort(tensors: Params, order: torch.Tensor) -> Params:
     out = {}
-    for k, v in new.items():
-        keep = active.view(-1, *([1] * (v.dim() - 1)))
-        out[k] = torch.where(keep, v, old[k])
+    for k, v in tensors.items():
+        out[k] = torch.empty_like(v).index_copy_(0, order, v)
     return out
 
 
 class VectorizedEngine:
-    def __init__(self, model: nn.Module, data: ClientData) -> None:
+    def __init__(self, model: nn.Module, data: ClientData, kernel: KernelName = "auto") -> None:
         self.model = model
         self.data = data
-        self._batched_grad = vmap(grad(partial(masked_mean_loss, model)))
-        self._batched_eval = vmap(partial(loss_and_correct, model))
+        self.kernel = make_kernel(model, kernel)
 
     def train(
-        self, params: Params, clients: torch.Tensor, rule, plan: BatchPlan,
+        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
     ) -> Params:
-        rows = clients.view(-1, 1)
-        state = rule.init_state(params)
-        active = plan.active
+        return self.train_with_state(params, clients, rule, plan, prox)[0]
+
+    def train_with_state(
+        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        prox: Prox | None = None,
+    ) -> tuple[Params, Params]:
+        active = plan.active.cpu()  # the plan's bookkeeping stays on the CPU
+        order = torch.argsort(active.sum(0), descending=True, stable=True)
+        n_active = active.sum(1).tolist()
+        position = torch.arange(active.shape[1]).view(1, -1)
+        if not torch.equal(active[:, order], position < torch.tensor(n_active).view(-1, 1)):
+            raise ValueError("with clients sorted by step count, the clients active at each step "
+                             "must be a prefix of them (make_plan's plans are)")
+        identity = bool((order == position[0]).all())
+        dev = self.data.train_x.device
+        plan = BatchPlan(plan.index[:, order].to(dev), plan.mask[:, order].to(dev))
+        order = order.to(dev)
+        # our own copy, updated in place (with local_steps every client takes every step)
+        work = {k: v.clone() for k, v in params.items()} if identity else _reorder(params, order)
+        state = rule.init_state(work)
+        if prox is not None:
+            prox = Prox(prox.mu, _reorder(prox.center, order), prox.weight.index_select(0, order))
+        full = len(order)
+        for s, batch in enumerate(self._batches(clients.to(dev)[order], plan, n_active)):
+            n = n_active[s]
+            p_prox = prox
+            if prox is not None and n != full:
+                p_prox = Prox(prox.mu, _prefix(prox.center, n, full), prox.weight[:n])
+            oracle = BoundOracle(self.kernel, batch)
+            rule.step_(_prefix(work, n, full), _prefix(state, n, full), oracle, p_prox)
+        if identity:
+            return work, state
+        return _unsort(work, order), _unsort(state, order)
+
+    def _batches(
+        self, clients: torch.Tensor, plan: BatchPlan, n_active: list[int]
+    ) -> Iterator[Batch]:
+        """Step s's batch for its active clients (plan columns in the clients' sorted order),
+        gathered a block of steps at a time."""
         x_all, y_all = self.data.train_x, self.data.train_y
-        for s in range(plan.num_steps):
-            idx = plan.index[s]
-            xb, yb = x_all[rows, idx], y_all[rows, idx]
-            mb = plan.mask[s].to(xb.dtype)
-
-            def grad_fn(p: Params, xb=xb, yb=yb, mb=mb) -> Params:
-                return self._batched_grad(p, xb, yb, mb)
-
-            new_params, new_state = rule.step(params, state, grad_fn, prox)
-            if bool(active[s].all()):
-                params, state = new_params, new_state
-            else:
-                params = _select(active[s], new_params, params)
-                state = _select(active[s], new_state, state)
-        return params
+        c, b = plan.index.shape[1:]
+        sample = x_all.shape[2:]
+        per_step = max(c * b * sample.numel() * x_all.element_size(), 1)
+        block = max(1, GATHER_BYTES // per_step)
+        # Rows of the flattened [clients * N_max, ...] data: index_select copies whole rows,
+        # several times faster than two-dimensional advanced indexing.
+        offset = (clients * x_all.shape[1]).view(1, -1, 1)
+        x_rows, y_rows = x_all.flatten(0, 1), y_all.flatten()
+        for start in range(0, plan.num_steps, block):
+            flat = (plan.index[start : start + block] + offset).flatten()
+            mask = plan.mask[start : start + block].to(x_all.dtype)
+            xs = x_rows.index_select(0, flat).view(*mask.shape, *sample)
+            ys = y_rows.index_select(0, flat).view(mask.shape)
+            ws = mask / mask.sum(2, keepdim=True).clamp(min=1)
+            for t in range(mask.shape[0]):
+                n = n_active[start + t]
+                yield Batch(xs[t, :n], ys[t, :n], ws[t, :n])
 
     @torch.no_grad()
     def evaluate(
@@ -63,14 +120,39 @@ class VectorizedEngine:
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, n = self.data.split(split)
         n_sel = n[clients]
+        n_max = int(n_sel.max()) if len(n_sel) else 0
+        x, y = _client_rows(x[:, :n_max], clients), _client_rows(y[:, :n_max], clients)
         loss_sum = torch.zeros(len(clients), dtype=x.dtype, device=x.device)
         correct = torch.zeros_like(loss_sum)
-        n_max = int(n_sel.max()) if len(n_sel) else 0
         for start in range(0, n_max, EVAL_CHUNK):
-            pos = torch.arange(start, min(start + EVAL_CHUNK, x.shape[1]), device=x.device)
+            stop = min(start + EVAL_CHUNK, n_max)
+            pos = torch.arange(start, stop, device=x.device)
             mask = (pos.view(1, -1) < n_sel.view(-1, 1)).to(x.dtype)
-            rows, cols = clients.view(-1, 1), pos.view(1, -1)
-            ls, cs = self._batched_eval(params, x[rows, cols], y[rows, cols], mask)
-            loss_sum += ls
-            correct += cs
+            yc = y[:, start:stop]
+            logits = self.kernel.logits(params, x[:, start:stop])
+            losses = F.cross_entropy(logits.transpose(1, 2), yc, reduction="none")
+            loss_sum += (losses * mask).sum(1)
+            correct += ((logits.argmax(-1) == yc).to(x.dtype) * mask).sum(1)
         return loss_sum, correct
+
+    @torch.no_grad()
+    def sample_losses(
+        self, models: Params, clients: torch.Tensor, split: Split
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y, n = self.data.split(split)
+        n_sel = n[clients]
+        n_max = int(n_sel.max()) if len(n_sel) else 0
+        mask = torch.arange(n_max, device=x.device).view(1, -1) < n_sel.view(-1, 1)
+        x, y = _client_rows(x[:, :n_max], clients), _client_rows(y[:, :n_max], clients)
+        n_models, c = next(iter(models.values())).shape[0], len(clients)
+        out = torch.zeros(n_models, c, n_max, dtype=x.dtype, device=x.device)
+        # Every model sees all clients' samples as one long batch: one large GEMM per layer.
+        for start in range(0, n_max, EVAL_CHUNK):
+            stop = min(start + EVAL_CHUNK, n_max)
+            flat_x = x[:, start:stop].flatten(0, 1).unsqueeze(0)
+            flat_y = y[:, start:stop].flatten()
+            for m in range(n_models):
+                logits = self.kernel.logits({k: v[m : m + 1] for k, v in models.items()}, flat_x)
+                losses = F.cross_entropy(logits[0], flat_y, reduction="none")
+                out[m, :, start:stop] = losses.view(c, stop - start)
+        return out * mask, mask

@@ -1,0 +1,68 @@
+"""`clusterfl bench ...`: the engine's benchmarks, one JSON object per line on stdout.
+
+Thin: parse options, set threads, call `clusterfl.bench`, print. See docs/engine.md.
+"""
+
+import json
+from typing import Annotated
+
+import typer
+
+bench_app = typer.Typer(
+    help="Benchmark the local-training engine (prints one JSON object per line).",
+    no_args_is_help=True,
+)
+
+ThreadsOpt = Annotated[int | None, typer.Option(
+    "--threads", help="torch/OMP/MKL threads for this process (default: one per core).")]
+SeedOpt = Annotated[int, typer.Option(help="Seed of the data, models and batch plans.")]
+
+
+def _int_list(text: str) -> list[int]:
+    return [int(part) for part in text.split(",") if part.strip()]
+
+
+@bench_app.command("engine")
+def engine(
+    clients: Annotated[str, typer.Option(
+        help="Comma-separated numbers of clients, e.g. 10,40,100.")] = "40",
+    models: Annotated[str, typer.Option(help="Comma-separated models: mlr, dnn.")] = "mlr,dnn",
+    batch: Annotated[int, typer.Option(help="Batch size of every local step.")] = 20,
+    local_steps: Annotated[int, typer.Option(help="Local steps per client.")] = 10,
+    repeats: Annotated[int, typer.Option(help="Timed repeats per engine (best is kept).")] = 5,
+    device: Annotated[str, typer.Option(help="torch device of data and models.")] = "cpu",
+    threads: ThreadsOpt = None,
+    seed: SeedOpt = 0,
+) -> None:
+    """Client-steps/s of the vectorized engine vs the per-client loop, and GEMM fraction."""
+    from clusterfl.bench import bench_engine
+    from clusterfl.engine import configure_threads
+
+    configure_threads(threads)
+    for n in _int_list(clients):
+        for model in (m.strip() for m in models.split(",") if m.strip()):
+            result = bench_engine(model, clients=n, batch=batch, local_steps=local_steps,
+                                  repeats=repeats, seed=seed, device=device)
+            print(json.dumps(result), flush=True)
+
+
+@bench_app.command("round")
+def round_(
+    algorithms: Annotated[str, typer.Option(
+        help="Comma-separated algorithms: fedavg, pfedme.")] = "fedavg,pfedme",
+    clients: Annotated[int, typer.Option(help="Number of clients.")] = 20,
+    rounds: Annotated[int, typer.Option(help="Timed rounds (after one warm-up round).")] = 5,
+    engine: Annotated[str, typer.Option(help="vectorized or reference.")] = "vectorized",
+    device: Annotated[str, typer.Option(help="torch device of data and models.")] = "cpu",
+    threads: ThreadsOpt = None,
+    seed: SeedOpt = 0,
+) -> None:
+    """Median seconds per whole round (train, aggregate, evaluate all clients)."""
+    from clusterfl.bench import bench_round
+    from clusterfl.engine import configure_threads
+
+    configure_threads(threads)
+    for algorithm in (a.strip() for a in algorithms.split(",") if a.strip()):
+        result = bench_round(algorithm, clients=clients, rounds=rounds, engine_name=engine,
+                             seed=seed, device=device)
+        print(json.dumps(result), flush=True)

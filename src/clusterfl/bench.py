@@ -1,0 +1,255 @@
+"""Benchmarks of the local-training engine; each returns a JSON-ready dict.
+
+- `bench_engine`: local training of C clients (Fashion-MNIST-shaped data), vectorized engine
+  (its chosen kernel, and vmap for comparison) against the per-client reference loop, and a
+  large square float32 GEMM measured in the same process as the machine's yardstick.
+- `bench_round`: whole rounds (local work, server step, evaluation of every client) of a
+  setting any peer framework can reproduce; see `round_setting`.
+
+Engine timings keep the best of a few repeats after a warm-up (as `timeit` does): on a shared
+machine other processes only ever add time, and the same rule applies to every engine, so the
+ratios taken in one run are what compare. Round timings are medians over rounds.
+"""
+
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from clusterfl.engine import (
+    ClientData,
+    MoreauEnvelope,
+    ReferenceEngine,
+    Sgd,
+    VectorizedEngine,
+    make_plan,
+)
+from clusterfl.engine.base import Params
+from clusterfl.engine.kernels import linear_relu_layers
+from clusterfl.models import build_model, init_params
+
+FEATURES, CLASSES = 784, 10
+
+
+def best_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def gemm_gflops(n: int = 2048, repeats: int = 5) -> float:
+    """FLOP rate of one large square float32 matmul: the yardstick for `gemm_fraction`."""
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
+    return 2 * n**3 / best_seconds(lambda: a @ b, repeats) / 1e9
+
+
+def training_flops_per_sample(model: nn.Module) -> int:
+    """FLOPs of one sample's forward and backward through a Linear-ReLU stack.
+
+    Per layer in->out: 2*in*out forward, 2*in*out for the weight gradient, and 2*in*out for the
+    input gradient except at the first layer (no gradient is needed for the data). Biases,
+    softmax and ReLU are left out: they are a fraction of a percent here.
+    """
+    layers = linear_relu_layers(model)
+    if layers is None:
+        raise ValueError("FLOPs are counted for Linear-ReLU stacks only")
+    params = dict(model.named_parameters())
+    sizes = [params[w].numel() for w, _ in layers]
+    return 4 * sum(sizes) + 2 * sum(sizes[1:])
+
+
+def synthetic_clients(
+    clients: int, per_client: int, rng: np.random.Generator, device: str = "cpu"
+) -> ClientData:
+    """Fashion-MNIST-shaped random clients (784 features in [0, 1), 10 classes)."""
+    parts = [
+        (rng.random((per_client, FEATURES), dtype=np.float32),
+         rng.integers(0, CLASSES, per_client))
+        for _ in range(clients)
+    ]
+    return ClientData.from_lists(parts, parts, device)
+
+
+def bench_engine(
+    model_name: str, clients: int = 40, batch: int = 20, local_steps: int = 10,
+    repeats: int = 5, reference_repeats: int = 3, hidden: int = 128, seed: int = 0,
+    device: str = "cpu",
+) -> dict[str, Any]:
+    """Client-steps per second of each engine on one round's local training."""
+    rng = np.random.default_rng(seed)
+    data = synthetic_clients(clients, batch * local_steps, rng, device)
+    options = {"hidden": hidden} if model_name == "dnn" else None
+    model = build_model(model_name, (FEATURES,), CLASSES, options)
+    g = torch.Generator().manual_seed(seed)
+    start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
+             for k, v in init_params(model, g).items()}
+    who = torch.arange(clients)
+    plan = make_plan(data.train_n.numpy(), batch, rng, local_steps=local_steps)
+    rule = Sgd(lr=0.05)
+
+    def rate(engine: Any, n: int) -> float:
+        seconds = best_seconds(lambda: engine.train(start, who, rule, plan), n)
+        return clients * local_steps / seconds
+
+    fast = VectorizedEngine(model, data)
+    engine_rate = rate(fast, repeats)
+    vmap_rate = rate(VectorizedEngine(model, data, "vmap"), repeats)
+    reference_rate = rate(ReferenceEngine(model, data), reference_repeats)
+    gemm = gemm_gflops()
+    flops = training_flops_per_sample(model) * batch
+    engine_gflops = engine_rate * flops / 1e9
+    return {
+        "model": model_name, "clients": clients, "batch": batch, "local_steps": local_steps,
+        "threads": torch.get_num_threads(), "kernel": type(fast.kernel).__name__,
+        "engine_client_steps_per_s": round(engine_rate, 1),
+        "reference_client_steps_per_s": round(reference_rate, 1),
+        "vmap_client_steps_per_s": round(vmap_rate, 1),
+        "speedup": round(engine_rate / reference_rate, 2),
+        "vmap_speedup": round(vmap_rate / reference_rate, 2),
+        "flops_per_client_step": flops,
+        "engine_gflops": round(engine_gflops, 2), "gemm_gflops": round(gemm, 2),
+        "gemm_fraction": round(engine_gflops / gemm, 4),
+    }
+
+
+# -- whole rounds -------------------------------------------------------------------------
+FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
+IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+             "t10k-labels-idx1-ubyte")
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    import gzip
+
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def fashion_mnist(rng: np.random.Generator, root: Path = FASHION_MNIST_DIR) -> tuple[
+        np.ndarray, np.ndarray, str]:
+    """All 70,000 Fashion-MNIST images (train + test, pixels in [0, 1]) and labels, with a note
+    on the source; synthetic data of the same sizes when the Debian mirror is absent."""
+    found = [next((p for p in (root / n, root / f"{n}.gz") if p.exists()), None)
+             for n in IDX_FILES]
+    if all(found):
+        arrays = [_read_idx(p) for p in found]  # type: ignore[arg-type]
+        x = np.concatenate([arrays[0], arrays[2]]).reshape(-1, FEATURES).astype(np.float32) / 255
+        return x, np.concatenate([arrays[1], arrays[3]]).astype(np.int64), f"fashion-mnist {root}"
+    y = np.repeat(np.arange(CLASSES), 7000)
+    templates = rng.random((CLASSES, FEATURES), dtype=np.float32)
+    noise = rng.random((len(y), FEATURES), dtype=np.float32)
+    x = (0.5 * templates[y] + 0.5 * noise).astype(np.float32)
+    return x, y, f"synthetic Fashion-MNIST-shaped data ({root} is absent)"
+
+
+def round_setting(
+    clients: int, rng: np.random.Generator, device: str = "cpu"
+) -> tuple[ClientData, str]:
+    """Fashion-MNIST over `clients` clients, 2 classes each (pathological), 75/25 split.
+
+    Every class is dealt to the same number of clients and every sample is used, as in
+    pFedMe's MNIST setting.
+    """
+    from clusterfl.data import Dataset
+    from clusterfl.partition.schemes import PathologicalOptions, pathological
+
+    x, y, source = fashion_mnist(rng)
+    size = len(y) // clients
+    opts = PathologicalOptions(num_clients=clients, classes_per_client=2,
+                               size_range=(size, size), test_fraction=0.25)
+    part = pathological(Dataset("fashion_mnist", x, y, CLASSES), opts, rng)
+    return ClientData.from_lists([(x[i], y[i]) for i in part.train],
+                                 [(x[i], y[i]) for i in part.test], device), source
+
+
+def _mean_model(local: Params, weights: torch.Tensor) -> Params:
+    w = (weights / weights.sum()).to(next(iter(local.values())).dtype)
+    return {k: torch.tensordot(w, v, dims=1) for k, v in local.items()}
+
+
+def _broadcast(model: Params, n: int) -> Params:
+    return {k: v.unsqueeze(0).expand(n, *v.shape).contiguous() for k, v in model.items()}
+
+
+def engine_round(
+    algorithm: str, engine: Any, model: nn.Module, lr: float, batch: int, rng: np.random.Generator,
+    k_inner: int = 5, lam: float = 15.0, beta: float = 1.0, personal_lr: float = 0.09,
+) -> Callable[[int], None]:
+    """One round of FedAvg or pFedMe on the engine: train all clients 1 epoch, aggregate,
+    evaluate every client on both splits. A stand-in until the algorithms' own classes can
+    be timed (`time_rounds` takes any such callable)."""
+    n = engine.data.num_clients
+    clients = torch.arange(n)
+    sizes = engine.data.train_n
+    device = engine.data.train_x.device
+    state = {"w": {k: v.to(device)
+                   for k, v in init_params(model, torch.Generator().manual_seed(0)).items()}}
+    if algorithm == "fedavg":
+        rule: Any = Sgd(lr)
+    elif algorithm == "pfedme":
+        rule = MoreauEnvelope(lr=lr, personal_lr=personal_lr, lam=lam, inner_steps=k_inner)
+    else:
+        raise ValueError(f"unknown algorithm {algorithm!r}")
+
+    def one_round(_: int) -> None:
+        plan = make_plan(sizes.cpu().numpy(), batch, rng, epochs=1)
+        local, rule_state = engine.train_with_state(_broadcast(state["w"], n), clients, rule,
+                                                    plan)
+        avg = _mean_model(local, sizes.to(torch.float32))
+        state["w"] = {k: (1 - beta) * state["w"][k] + beta * avg[k] for k in avg}
+        evaluated = [_broadcast(state["w"], n)]
+        if algorithm == "pfedme":
+            evaluated.append(MoreauEnvelope.personalized(rule_state))
+        for params in evaluated:
+            for split in ("train", "test"):
+                engine.evaluate(params, clients, split)
+
+    return one_round
+
+
+def time_rounds(run_round: Callable[[int], None], rounds: int, warmup: int = 1) -> float:
+    """Median seconds per round over `rounds` rounds after `warmup` rounds."""
+    for r in range(warmup):
+        run_round(r)
+    times = []
+    for r in range(warmup, warmup + rounds):
+        start = time.perf_counter()
+        run_round(r)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def bench_round(
+    algorithm: str, clients: int = 20, rounds: int = 5, batch: int = 10, lr: float = 0.005,
+    hidden: int = 100, engine_name: str = "vectorized", seed: int = 0, device: str = "cpu",
+) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    data, source = round_setting(clients, rng, device)
+    model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden})
+    engine = VectorizedEngine(model, data) if engine_name == "vectorized" else ReferenceEngine(
+        model, data)
+    run_round = engine_round(algorithm, engine, model, lr, batch, rng)
+    seconds = time_rounds(run_round, rounds)
+    settings = {"clients": clients, "classes_per_client": 2, "split": "75/25",
+                "model": f"dnn 784-{hidden}-10", "batch": batch, "local_epochs": 1, "lr": lr,
+                "evaluation": "all clients, train and test, every round", "rounds_timed": rounds,
+                "warmup_rounds": 1, "engine": engine_name, "threads": torch.get_num_threads()}
+    if algorithm == "pfedme":
+        settings |= {"K": 5, "lambda": 15.0, "beta": 1.0, "personal_lr": 0.09}
+    return {"algorithm": algorithm, "seconds_per_round": round(seconds, 3), "data": source,
+            "synthetic": source.startswith("synthetic"), **settings}

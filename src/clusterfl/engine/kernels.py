@@ -1,0 +1,189 @@
+"""How a group of stacked models computes: logits, batch gradients and fused SGD-like steps.
+
+- `BmmKernel`: Linear(-ReLU-Linear)* stacks (our MLR and DNN) by hand with batched matmuls
+  (`torch.baddbmm`), one GEMM per layer and pass for all clients together. Its `descend_`
+  folds the update into the weight-gradient GEMM (`W.baddbmm_(d^T, h, beta, alpha=-lr)`), so a
+  step reads and writes each weight once. On the 2-core CPU it runs the DNN at ~80% of a large
+  GEMM's FLOP rate and 3-6x faster than `VmapKernel` (docs/engine.md).
+- `VmapKernel`: any `nn.Module`, via `torch.func.vmap(grad(loss))` over the stacked models.
+
+Both see a batch as x[G, B, ...], y[G, B] and per-sample weights w[G, B] (1/count for real
+samples, 0 for padding), so the loss each client sees is the mean over its real samples.
+"""
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+from clusterfl.engine.base import Params
+from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
+
+KernelName = Literal["auto", "bmm", "vmap"]
+
+
+@dataclass(frozen=True)
+class Batch:
+    x: torch.Tensor  # [G, B, ...]
+    y: torch.Tensor  # long [G, B]
+    weight: torch.Tensor  # [G, B]
+
+
+class Kernel(Protocol):
+    def logits(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+        """[G, N, K] logits of model g on its samples x[g]."""
+        ...
+
+    def grads(self, params: Params, batch: Batch) -> Params: ...
+
+    def descend_(
+        self, params: Params, batch: Batch, lr: float, decay: Coef, anchor: Params | None,
+        pull: Coef,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class BoundOracle:
+    """A kernel bound to one step's batch: what a `LocalRule` sees."""
+
+    kernel: Kernel
+    batch: Batch
+
+    def grads(self, params: Params) -> Params:
+        return self.kernel.grads(params, self.batch)
+
+    def descend_(
+        self, params: Params, lr: float, decay: Coef = 0.0, anchor: Params | None = None,
+        pull: Coef = 0.0,
+    ) -> None:
+        self.kernel.descend_(params, self.batch, lr, decay, anchor, pull)
+
+
+class VmapKernel:
+    def __init__(self, model: nn.Module) -> None:
+        def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+            logits = functional_call(model, params, (x,))
+            return (F.cross_entropy(logits, y, reduction="none") * w).sum()
+
+        self._grads = vmap(grad(loss))
+        self._logits = vmap(lambda p, x: functional_call(model, p, (x,)))
+
+    def logits(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+        return self._logits(params, x)
+
+    def grads(self, params: Params, batch: Batch) -> Params:
+        return self._grads(params, batch.x, batch.y, batch.weight)
+
+    def descend_(
+        self, params: Params, batch: Batch, lr: float, decay: Coef, anchor: Params | None,
+        pull: Coef,
+    ) -> None:
+        descend_unfused_(BoundOracle(self, batch), params, lr, decay, anchor, pull)
+
+
+def linear_relu_layers(model: nn.Module) -> list[tuple[str, str]] | None:
+    """(weight, bias) names of a `Sequential([Flatten], Linear, (ReLU, Linear)*)`, else None."""
+    if not isinstance(model, nn.Sequential):
+        return None
+    mods = list(model.named_children())
+    if mods and isinstance(mods[0][1], nn.Flatten):
+        mods = mods[1:]
+    if len(mods) % 2 == 0:
+        return None
+    layers = []
+    for i, (name, m) in enumerate(mods):
+        if i % 2 == 1:
+            if not isinstance(m, nn.ReLU):
+                return None
+        elif not isinstance(m, nn.Linear) or m.bias is None:
+            return None
+        else:
+            layers.append((f"{name}.weight", f"{name}.bias"))
+    return layers
+
+
+class BmmKernel:
+    def __init__(self, layers: list[tuple[str, str]]) -> None:
+        self.layers = layers
+
+    def _forward(self, params: Params, x: torch.Tensor) -> list[torch.Tensor]:
+        """Inputs of every layer, then the logits: [h_0 = x, relu(z_1), ..., z_L]."""
+        hs = [x.flatten(2)]
+        for i, (wn, bn) in enumerate(self.layers):
+            z = torch.baddbmm(params[bn].unsqueeze(1), hs[-1], params[wn].transpose(1, 2))
+            hs.append(z.relu_() if i < len(self.layers) - 1 else z)
+        return hs
+
+    def logits(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+        return self._forward(params, x)[-1]
+
+    def _backward(self, params: Params, batch: Batch, visit) -> None:
+        """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
+        dz [G, B, out] of the weighted loss at the layer's output and its input h_in.
+
+        The gradient flowing to the layer below is computed before `visit`, so `visit` may
+        overwrite the layer's weights (the fused update does).
+        """
+        hs = self._forward(params, batch.x)
+        logits = hs.pop()
+        dz = torch.softmax(logits, dim=-1)
+        dz.sub_(F.one_hot(batch.y, dz.shape[-1]).to(dz.dtype)).mul_(batch.weight.unsqueeze(-1))
+        for i in range(len(self.layers) - 1, -1, -1):
+            h_in = hs[i]
+            below = None
+            if i > 0:
+                below = torch.bmm(dz, params[self.layers[i][0]])
+                below = torch.ops.aten.threshold_backward(below, h_in, 0)
+            visit(i, dz, h_in)
+            dz = below
+
+    def grads(self, params: Params, batch: Batch) -> Params:
+        out: Params = {}
+
+        def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
+            wn, bn = self.layers[i]
+            out[wn] = torch.bmm(dz.transpose(1, 2), h_in)
+            out[bn] = dz.sum(1)
+
+        self._backward(params, batch, visit)
+        return out
+
+    def descend_(
+        self, params: Params, batch: Batch, lr: float, decay: Coef, anchor: Params | None,
+        pull: Coef,
+    ) -> None:
+        # A scalar shrink rides on baddbmm's beta; a per-client one needs its own pass.
+        scalar = not isinstance(decay, torch.Tensor)
+        beta = 1.0 - decay if scalar else 1.0
+
+        def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
+            for name, is_weight in zip(self.layers[i], (True, False), strict=True):
+                w = params[name]
+                if not scalar:
+                    shrink_and_pull_(w, 1.0 - decay, None, 0.0)
+                if is_weight:
+                    w.baddbmm_(dz.transpose(1, 2), h_in, beta=beta, alpha=-lr)
+                else:
+                    if beta != 1.0:
+                        w.mul_(beta)
+                    w.sub_(dz.sum(1), alpha=lr)
+                if anchor is not None:
+                    shrink_and_pull_(w, 1.0, anchor[name], pull)
+
+        self._backward(params, batch, visit)
+
+
+def make_kernel(model: nn.Module, kind: KernelName = "auto") -> Kernel:
+    """The bmm kernel for Linear-ReLU stacks (faster, see module doc), else vmap."""
+    layers = linear_relu_layers(model)
+    if kind == "bmm" and layers is None:
+        raise ValueError("the bmm kernel needs a Sequential([Flatten], Linear, (ReLU, Linear)*)")
+    if kind == "vmap" or layers is None:
+        return VmapKernel(model)
+    return BmmKernel(layers)
+
+
+__all__ = ["Batch", "BmmKernel", "BoundOracle", "GradOracle", "Kernel", "VmapKernel", "make_kernel"]

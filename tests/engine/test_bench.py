@@ -1,0 +1,75 @@
+"""The benchmarks' plumbing on tiny sizes (their figures are checked by running them)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from clusterfl.bench import engine_round, time_rounds, training_flops_per_sample
+from clusterfl.engine import VectorizedEngine, configure_threads, split_threads
+from clusterfl.models import build_model
+from pipeline.bench_cmd import bench_app
+from tests.engine.conftest import MODELS, make_data
+
+
+def test_training_flops_of_the_dnn():
+    model = build_model("dnn", (784,), 10, {"hidden": 128})
+    # forward 2*(784*128 + 128*10), weight grads the same, input grad of layer 2 only
+    assert training_flops_per_sample(model) == 4 * (784 * 128 + 128 * 10) + 2 * 128 * 10
+
+
+def test_engine_command_prints_one_json_object_per_model_and_size():
+    result = CliRunner().invoke(bench_app, [
+        "engine", "--clients", "2,3", "--models", "mlr", "--batch", "2", "--local-steps", "1",
+        "--repeats", "1"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [r["clients"] for r in rows] == [2, 3]
+    for r in rows:
+        assert r["speedup"] == pytest.approx(
+            r["engine_client_steps_per_s"] / r["reference_client_steps_per_s"], rel=0.01)
+        assert r["gemm_fraction"] == pytest.approx(r["engine_gflops"] / r["gemm_gflops"],
+                                                   abs=1e-3)  # both rounded
+
+
+@pytest.mark.parametrize("algorithm", ["fedavg", "pfedme"])
+def test_engine_round_trains_and_times(algorithm):
+    data = make_data()
+    model = MODELS["dnn"]()
+    engine = VectorizedEngine(model, data)
+    calls = []
+
+    def spy(params, clients, rule, plan, prox=None):
+        calls.append(plan.active.sum(0).tolist())
+        return VectorizedEngine.train_with_state(engine, params, clients, rule, plan, prox)
+
+    engine.train_with_state = spy
+    run = engine_round(algorithm, engine, model, lr=0.05, batch=4, rng=np.random.default_rng(0))
+    assert time_rounds(run, rounds=2) > 0
+    assert len(calls) == 3  # one warm-up round, two timed
+    assert calls[0] == [-(-n // 4) for n in data.train_n.tolist()]  # one epoch of batches of 4
+
+
+def test_configure_threads_sets_torch_and_child_env(monkeypatch):
+    before = torch.get_num_threads()
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        assert configure_threads(1) == 1
+        import os
+
+        assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "1"
+        assert configure_threads(None) == 1  # None leaves the setting alone
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError):
+        configure_threads(0)
+
+
+def test_split_threads():
+    assert split_threads(jobs=2, cores=2) == 1
+    assert split_threads(jobs=1, cores=2) == 2
+    assert split_threads(jobs=4, cores=2) == 1
+    assert split_threads(jobs=2, cores=16) == 8
