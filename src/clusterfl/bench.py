@@ -29,7 +29,6 @@ from clusterfl.engine import (
     VectorizedEngine,
     make_plan,
 )
-from clusterfl.engine.base import Params
 from clusterfl.engine.kernels import linear_relu_layers
 from clusterfl.models import build_model, init_params
 
@@ -177,45 +176,48 @@ def round_setting(
                                  [(x[i], y[i]) for i in part.test], device), source
 
 
-def _mean_model(local: Params, weights: torch.Tensor) -> Params:
-    w = (weights / weights.sum()).to(next(iter(local.values())).dtype)
-    return {k: torch.tensordot(w, v, dims=1) for k, v in local.items()}
+def algorithm_round(name: str, engine: Any, model: nn.Module, lr: float, batch: int,
+                    seed: int) -> Callable[[int], None] | None:
+    """A whole round of the registered algorithm `name` (its own `round` and `evaluate`, as
+    `FederatedAlgorithm.run` calls them), or None if no such algorithm is registered."""
+    from clusterfl.algorithms import ALGORITHMS, RunContext, Schedule
+
+    if name not in ALGORITHMS:
+        return None
+    cls = ALGORITHMS.get(name)
+    schedule = Schedule(lr=lr, epochs=1, batch_size=batch)
+    algorithm = cls(cls.Hyper(), RunContext(model, engine, schedule, seed))
+    algorithm.setup()
+
+    def one_round(round_: int) -> None:
+        algorithm.round(round_, algorithm.select_clients(round_))
+        algorithm.evaluate()
+
+    return one_round
 
 
-def _broadcast(model: Params, n: int) -> Params:
-    return {k: v.unsqueeze(0).expand(n, *v.shape).contiguous() for k, v in model.items()}
-
-
-def engine_round(
-    algorithm: str, engine: Any, model: nn.Module, lr: float, batch: int, rng: np.random.Generator,
-    k_inner: int = 5, lam: float = 15.0, beta: float = 1.0, personal_lr: float = 0.09,
+def pfedme_round(
+    engine: Any, model: nn.Module, lr: float, batch: int, rng: np.random.Generator,
+    inner_steps: int = 5, lam: float = 15.0, beta: float = 1.0, personal_lr: float = 0.09,
 ) -> Callable[[int], None]:
-    """One round of FedAvg or pFedMe on the engine: train all clients 1 epoch, aggregate,
-    evaluate every client on both splits. A stand-in until the algorithms' own classes can
-    be timed (`time_rounds` takes any such callable)."""
+    """A pFedMe round on the engine, a stand-in until pFedMe is a registered algorithm: every
+    client trains 1 epoch with `MoreauEnvelope`, the server mixes w <- (1 - beta) w + beta *
+    avg_k w_k, and every client is evaluated on both splits with the global model and with its
+    personalized theta (as the official code's `evaluate` and `evaluate_personalized_model`)."""
+    from clusterfl.aggregation import broadcast, mix, weighted_average
+
     n = engine.data.num_clients
-    clients = torch.arange(n)
-    sizes = engine.data.train_n
+    clients, sizes = torch.arange(n), engine.data.train_n
     device = engine.data.train_x.device
-    state = {"w": {k: v.to(device)
-                   for k, v in init_params(model, torch.Generator().manual_seed(0)).items()}}
-    if algorithm == "fedavg":
-        rule: Any = Sgd(lr)
-    elif algorithm == "pfedme":
-        rule = MoreauEnvelope(lr=lr, personal_lr=personal_lr, lam=lam, inner_steps=k_inner)
-    else:
-        raise ValueError(f"unknown algorithm {algorithm!r}")
+    w = {k: v.to(device) for k, v in init_params(model, torch.Generator().manual_seed(0)).items()}
+    rule = MoreauEnvelope(lr=lr, personal_lr=personal_lr, lam=lam, inner_steps=inner_steps)
+    state = {"w": w}
 
     def one_round(_: int) -> None:
         plan = make_plan(sizes.cpu().numpy(), batch, rng, epochs=1)
-        local, rule_state = engine.train_with_state(_broadcast(state["w"], n), clients, rule,
-                                                    plan)
-        avg = _mean_model(local, sizes.to(torch.float32))
-        state["w"] = {k: (1 - beta) * state["w"][k] + beta * avg[k] for k in avg}
-        evaluated = [_broadcast(state["w"], n)]
-        if algorithm == "pfedme":
-            evaluated.append(MoreauEnvelope.personalized(rule_state))
-        for params in evaluated:
+        local, rule_state = engine.train_with_state(broadcast(state["w"], n), clients, rule, plan)
+        state["w"] = mix(state["w"], weighted_average(local, sizes), beta)
+        for params in (broadcast(state["w"], n), MoreauEnvelope.personalized(rule_state)):
             for split in ("train", "test"):
                 engine.evaluate(params, clients, split)
 
@@ -243,7 +245,13 @@ def bench_round(
     model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden})
     engine = VectorizedEngine(model, data) if engine_name == "vectorized" else ReferenceEngine(
         model, data)
-    run_round = engine_round(algorithm, engine, model, lr, batch, rng)
+    run_round = algorithm_round(algorithm, engine, model, lr, batch, seed)
+    implementation = f"clusterfl.algorithms '{algorithm}'"
+    if run_round is None and algorithm == "pfedme":
+        run_round = pfedme_round(engine, model, lr, batch, rng)
+        implementation = "clusterfl.bench.pfedme_round (no pFedMe algorithm registered yet)"
+    if run_round is None:
+        raise ValueError(f"no round to time for algorithm {algorithm!r}")
     seconds = time_rounds(run_round, rounds)
     settings = {"clients": clients, "classes_per_client": 2, "split": "75/25",
                 "model": f"dnn 784-{hidden}-10", "batch": batch, "local_epochs": 1, "lr": lr,
@@ -252,4 +260,5 @@ def bench_round(
     if algorithm == "pfedme":
         settings |= {"K": 5, "lambda": 15.0, "beta": 1.0, "personal_lr": 0.09}
     return {"algorithm": algorithm, "seconds_per_round": round(seconds, 3), "data": source,
-            "synthetic": source.startswith("synthetic"), **settings}
+            "synthetic": source.startswith("synthetic"), "implementation": implementation,
+            **settings}

@@ -1,13 +1,19 @@
 """The benchmarks' plumbing on tiny sizes (their figures are checked by running them)."""
 
 import json
+import os
 
 import numpy as np
 import pytest
 import torch
 from typer.testing import CliRunner
 
-from clusterfl.bench import engine_round, time_rounds, training_flops_per_sample
+from clusterfl.bench import (
+    algorithm_round,
+    pfedme_round,
+    time_rounds,
+    training_flops_per_sample,
+)
 from clusterfl.engine import VectorizedEngine, configure_threads, split_threads
 from clusterfl.models import build_model
 from pipeline.bench_cmd import bench_app
@@ -35,7 +41,7 @@ def test_engine_command_prints_one_json_object_per_model_and_size():
 
 
 @pytest.mark.parametrize("algorithm", ["fedavg", "pfedme"])
-def test_engine_round_trains_and_times(algorithm):
+def test_rounds_train_one_epoch_and_are_timed(algorithm):
     data = make_data()
     model = MODELS["dnn"]()
     engine = VectorizedEngine(model, data)
@@ -46,7 +52,11 @@ def test_engine_round_trains_and_times(algorithm):
         return VectorizedEngine.train_with_state(engine, params, clients, rule, plan, prox)
 
     engine.train_with_state = spy
-    run = engine_round(algorithm, engine, model, lr=0.05, batch=4, rng=np.random.default_rng(0))
+    if algorithm == "fedavg":  # the registered algorithm class itself
+        run = algorithm_round("fedavg", engine, model, lr=0.05, batch=4, seed=0)
+    else:
+        run = pfedme_round(engine, model, lr=0.05, batch=4, rng=np.random.default_rng(0))
+    assert run is not None
     assert time_rounds(run, rounds=2) > 0
     assert len(calls) == 3  # one warm-up round, two timed
     assert calls[0] == [-(-n // 4) for n in data.train_n.tolist()]  # one epoch of batches of 4
@@ -54,13 +64,13 @@ def test_engine_round_trains_and_times(algorithm):
 
 def test_configure_threads_sets_torch_and_child_env(monkeypatch):
     before = torch.get_num_threads()
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        monkeypatch.delenv(name, raising=False)
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"):
+        monkeypatch.setenv(name, "7")  # so that monkeypatch restores the original at the end
+        monkeypatch.delenv(name)
     try:
         assert configure_threads(1) == 1
-        import os
-
         assert os.environ["OMP_NUM_THREADS"] == os.environ["MKL_NUM_THREADS"] == "1"
+        assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
         assert configure_threads(None) == 1  # None leaves the setting alone
     finally:
         torch.set_num_threads(before)
