@@ -124,31 +124,21 @@ def bench_engine(
 
 # -- whole rounds -------------------------------------------------------------------------
 FASHION_MNIST_DIR = Path("/usr/share/datasets/fashion-mnist")
-IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
-             "t10k-labels-idx1-ubyte")
-
-
-def _read_idx(path: Path) -> np.ndarray:
-    import gzip
-
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        raw = f.read()
-    ndim = raw[3]
-    dims = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+IDX_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+             "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
 
 
 def fashion_mnist(rng: np.random.Generator, root: Path = FASHION_MNIST_DIR) -> tuple[
         np.ndarray, np.ndarray, str]:
     """All 70,000 Fashion-MNIST images (train + test, pixels in [0, 1]) and labels, with a note
-    on the source; synthetic data of the same sizes when the Debian mirror is absent."""
-    found = [next((p for p in (root / n, root / f"{n}.gz") if p.exists()), None)
-             for n in IDX_FILES]
-    if all(found):
-        arrays = [_read_idx(p) for p in found]  # type: ignore[arg-type]
-        x = np.concatenate([arrays[0], arrays[2]]).reshape(-1, FEATURES).astype(np.float32) / 255
-        return x, np.concatenate([arrays[1], arrays[3]]).astype(np.int64), f"fashion-mnist {root}"
+    on the source; synthetic data of the same sizes when the Debian mirror is absent (the
+    benchmark must run offline, so it never downloads)."""
+    from clusterfl.data.formats import read_idx_gz
+
+    if all((root / name).exists() for name in IDX_FILES):
+        xtr, ytr, xte, yte = (read_idx_gz(root / name) for name in IDX_FILES)
+        x = np.concatenate([xtr, xte]).reshape(-1, FEATURES).astype(np.float32) / 255
+        return x, np.concatenate([ytr, yte]).astype(np.int64), f"fashion-mnist {root}"
     y = np.repeat(np.arange(CLASSES), 7000)
     templates = rng.random((CLASSES, FEATURES), dtype=np.float32)
     noise = rng.random((len(y), FEATURES), dtype=np.float32)

@@ -83,3 +83,12 @@ def test_split_threads():
     assert split_threads(jobs=1, cores=2) == 2
     assert split_threads(jobs=4, cores=2) == 1
     assert split_threads(jobs=2, cores=16) == 8
+
+
+def test_round_data_falls_back_to_synthetic_and_says_so(tmp_path):
+    from clusterfl.bench import fashion_mnist
+
+    x, y, source = fashion_mnist(np.random.default_rng(0), root=tmp_path)
+    assert x.shape == (70000, 784) and x.dtype == np.float32
+    assert np.bincount(y).tolist() == [7000] * 10
+    assert source.startswith("synthetic") and str(tmp_path) in source
