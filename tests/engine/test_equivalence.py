@@ -144,6 +144,18 @@ def test_small_gather_blocks_give_the_same_result(monkeypatch):
         assert torch.equal(whole[k], blocks[k])
 
 
+@pytest.mark.parametrize("chunk_bytes", [1, 700])  # one client per chunk; chunks of 2
+def test_client_chunks_give_the_same_result(monkeypatch, chunk_bytes):
+    monkeypatch.setattr("clusterfl.engine.vectorized.CHUNK_BYTES", chunk_bytes)
+    model = MODELS["dnn"]()  # 136 parameters = 544 bytes per client
+    prox = Prox(mu=0.5, center=stacked_params(model, len(CLIENTS), seed=7),
+                weight=torch.tensor([1.0, 0.2, 0.0, 2.0]))
+    plan = make_plan(sizes(), batch_size=5, rng=np.random.default_rng(6), epochs=2)
+    (fast, fs), (ref, rs), _ = run_both("dnn", "bmm", Adam(lr=0.01), plan, prox)
+    assert_params_close(fast, ref)
+    assert_params_close(fs, rs)
+
+
 def test_plans_whose_active_clients_are_no_prefix_are_refused(data):
     plan = make_plan(sizes(), batch_size=4, rng=np.random.default_rng(0), local_steps=3)
     mask = plan.mask.clone()

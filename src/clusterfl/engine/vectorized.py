@@ -5,7 +5,9 @@ How a step runs:
   are a prefix `[:n_s]`: a step works on views of that prefix, inactive clients are never
   touched, and no `torch.where` or copying is needed (epochs mode, unequal sizes). With
   `local_steps` every client is active and the views are the full tensors.
-- Batches are gathered ahead, many steps at a time, into contiguous `[T, C, B, ...]` blocks.
+- Clients are independent, so they train a chunk at a time (~8 MiB of weights, 20 DNN
+  clients): a chunk's weights stay in cache from the forward pass to the fused update.
+- Batches are gathered ahead, a few steps at a time, into contiguous `[T, C, B, ...]` blocks.
 - The kernel (see `kernels.py`) computes the gradients, a `LocalRule` applies them in place.
 """
 
@@ -21,11 +23,15 @@ from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import LocalRule
 
 EVAL_CHUNK = 2048  # samples per client per evaluation chunk, to bound memory
+CHUNK_BYTES = 8 * 2**20  # parameters per client chunk (measured best for the DNN, docs/engine.md)
 GATHER_BYTES = 4 * 2**20  # one block of pre-gathered batches: fresh pages are slow, keep it small
 
 
-def _prefix(tensors: Params, n: int, full: int) -> Params:
-    return tensors if n == full else {k: v[:n] for k, v in tensors.items()}
+def _rows(tensors: Params, start: int, stop: int, full: int) -> Params:
+    """Rows start:stop as views (in-place updates reach `tensors`), or `tensors` if all."""
+    if start == 0 and stop == full:
+        return tensors
+    return {k: v[start:stop] for k, v in tensors.items()}
 
 
 def _reorder(tensors: Params, order: torch.Tensor) -> Params:
@@ -79,24 +85,36 @@ class VectorizedEngine:
         if prox is not None:
             prox = Prox(prox.mu, _reorder(prox.center, order), prox.weight.index_select(0, order))
         full = len(order)
-        for s, batch in enumerate(self._batches(clients.to(dev)[order], plan, n_active)):
-            n = n_active[s]
-            p_prox = prox
-            if prox is not None and n != full:
-                p_prox = Prox(prox.mu, _prefix(prox.center, n, full), prox.weight[:n])
-            oracle = BoundOracle(self.kernel, batch)
-            rule.step_(_prefix(work, n, full), _prefix(state, n, full), oracle, p_prox)
+        sorted_clients = clients.to(dev)[order]
+        # Clients are independent: train them a cache-sized chunk at a time (all steps), so a
+        # chunk's weights stay in cache between the forward and the fused update.
+        per_client = sum(v[0].numel() * v.element_size() for v in work.values())
+        chunk = max(1, CHUNK_BYTES // max(per_client, 1))
+        for a in range(0, full, chunk):
+            b = min(a + chunk, full)
+            counts = [min(max(n - a, 0), b - a) for n in n_active]  # chunk's actives per step
+            blocks = self._batches(sorted_clients[a:b], plan.index[:, a:b], plan.mask[:, a:b],
+                                   counts)
+            for s, batch in blocks:
+                stop = a + counts[s]
+                p_prox = prox
+                if prox is not None:
+                    p_prox = Prox(prox.mu, _rows(prox.center, a, stop, full),
+                                  prox.weight[a:stop])
+                oracle = BoundOracle(self.kernel, batch)
+                rule.step_(_rows(work, a, stop, full), _rows(state, a, stop, full), oracle,
+                           p_prox)
         if identity:
             return work, state
         return _unsort(work, order), _unsort(state, order)
 
     def _batches(
-        self, clients: torch.Tensor, plan: BatchPlan, n_active: list[int]
-    ) -> Iterator[Batch]:
-        """Step s's batch for its active clients (plan columns in the clients' sorted order),
-        gathered a block of steps at a time."""
+        self, clients: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, counts: list[int]
+    ) -> Iterator[tuple[int, Batch]]:
+        """(s, batch of step s's `counts[s]` active clients) for steps with any, gathered a
+        block of steps at a time; `index`/`mask` columns are `clients`."""
         x_all, y_all = self.data.train_x, self.data.train_y
-        c, b = plan.index.shape[1:]
+        c, b = index.shape[1:]
         sample = x_all.shape[2:]
         per_step = max(c * b * sample.numel() * x_all.element_size(), 1)
         block = max(1, GATHER_BYTES // per_step)
@@ -104,15 +122,16 @@ class VectorizedEngine:
         # several times faster than two-dimensional advanced indexing.
         offset = (clients * x_all.shape[1]).view(1, -1, 1)
         x_rows, y_rows = x_all.flatten(0, 1), y_all.flatten()
-        for start in range(0, plan.num_steps, block):
-            flat = (plan.index[start : start + block] + offset).flatten()
-            mask = plan.mask[start : start + block].to(x_all.dtype)
-            xs = x_rows.index_select(0, flat).view(*mask.shape, *sample)
-            ys = y_rows.index_select(0, flat).view(mask.shape)
-            ws = mask / mask.sum(2, keepdim=True).clamp(min=1)
-            for t in range(mask.shape[0]):
-                n = n_active[start + t]
-                yield Batch(xs[t, :n], ys[t, :n], ws[t, :n])
+        for start in range(0, index.shape[0], block):
+            flat = (index[start : start + block] + offset).flatten()
+            weight = mask[start : start + block].to(x_all.dtype)
+            xs = x_rows.index_select(0, flat).view(*weight.shape, *sample)
+            ys = y_rows.index_select(0, flat).view(weight.shape)
+            ws = weight / weight.sum(2, keepdim=True).clamp(min=1)
+            for t in range(weight.shape[0]):
+                n = counts[start + t]
+                if n:
+                    yield start + t, Batch(xs[t, :n], ys[t, :n], ws[t, :n])
 
     @torch.no_grad()
     def evaluate(
