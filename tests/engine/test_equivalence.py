@@ -156,6 +156,16 @@ def test_client_chunks_give_the_same_result(monkeypatch, chunk_bytes):
     assert_params_close(fs, rs)
 
 
+def test_no_clients_selected(data):
+    model = MODELS["dnn"]()
+    none = torch.zeros(0, dtype=torch.long)
+    empty = {k: v[:0] for k, v in stacked_params(model, 1).items()}
+    plan = make_plan(np.zeros(0, dtype=np.int64), batch_size=4, rng=np.random.default_rng(0),
+                     epochs=1)
+    out = VectorizedEngine(model, data).train(empty, none, Sgd(lr=0.1), plan)
+    assert all(v.shape[0] == 0 for v in out.values())
+
+
 def test_plans_whose_active_clients_are_no_prefix_are_refused(data):
     plan = make_plan(sizes(), batch_size=4, rng=np.random.default_rng(0), local_steps=3)
     mask = plan.mask.clone()

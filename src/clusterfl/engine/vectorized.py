@@ -88,7 +88,7 @@ class VectorizedEngine:
         sorted_clients = clients.to(dev)[order]
         # Clients are independent: train them a cache-sized chunk at a time (all steps), so a
         # chunk's weights stay in cache between the forward and the fused update.
-        per_client = sum(v[0].numel() * v.element_size() for v in work.values())
+        per_client = sum(v[:1].numel() * v.element_size() for v in work.values())
         chunk = max(1, CHUNK_BYTES // max(per_client, 1))
         for a in range(0, full, chunk):
             b = min(a + chunk, full)
