@@ -23,6 +23,10 @@ app = typer.Typer(
 )
 list_app = typer.Typer(help="List what can be named in params.yaml.", no_args_is_help=True)
 app.add_typer(list_app, name="list")
+
+from pipeline.bench_cmd import bench_app  # noqa: E402  (after app, to keep it first in help)
+
+app.add_typer(bench_app, name="bench")
 console = Console(stderr=True)
 
 ParamsOpt = Annotated[Path, typer.Option("--params", "-p", help="The params file to read.")]

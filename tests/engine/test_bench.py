@@ -35,7 +35,8 @@ def test_engine_command_prints_one_json_object_per_model_and_size():
     assert [r["clients"] for r in rows] == [2, 3]
     for r in rows:
         assert r["speedup"] == pytest.approx(
-            r["engine_client_steps_per_s"] / r["reference_client_steps_per_s"], rel=0.01)
+            r["engine_client_steps_per_s"] / r["reference_client_steps_per_s"], rel=0.02, abs=0.01)
+        # (speedup is rounded to 2 decimals and the rates to 1: allow that rounding)
         assert r["gemm_fraction"] == pytest.approx(r["engine_gflops"] / r["gemm_gflops"],
                                                    abs=1e-3)  # both rounded
 
