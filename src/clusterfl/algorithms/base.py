@@ -2,7 +2,8 @@
 
 A round is: select clients -> `round()` (the algorithm's local work and server step) ->
 evaluate the model each client would use -> callbacks. Algorithms override `setup`, `round`
-and `client_models` (and optionally `select_clients`, `local_rule`, `round_arrays`); client
+and `client_models` (and optionally `select_clients`, `local_rule`, `round_arrays`,
+`round_metrics`, `evaluate`); client
 work always goes through `train_clients`, i.e. through the one local-training engine.
 """
 
@@ -92,6 +93,10 @@ class FederatedAlgorithm(ABC):
         """Per-round arrays to keep in the history (e.g. each client's cluster)."""
         return {}
 
+    def round_metrics(self) -> dict[str, float]:
+        """Extra per-round scalars for the record (e.g. cluster recovery, k-means time)."""
+        return {}
+
     def select_clients(self, round_: int) -> torch.Tensor:
         k = self.schedule.clients_per_round
         if k is None or k >= self.num_clients:
@@ -139,7 +144,7 @@ class FederatedAlgorithm(ABC):
         events.on_run_start({"clients": self.num_clients, "rounds": self.schedule.rounds})
         for round_ in range(1, self.schedule.rounds + 1):
             self.round(round_, self.select_clients(round_))
-            metrics = {"round": round_, **self.evaluate()}
+            metrics = {"round": round_, **self.evaluate(), **self.round_metrics()}
             history.append(metrics, self.round_arrays())
             events.on_round_end(round_, metrics)
         events.on_run_end(history.summary())
