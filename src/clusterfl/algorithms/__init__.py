@@ -2,11 +2,17 @@
 
 from clusterfl.algorithms.base import FederatedAlgorithm, RunContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvg
+from clusterfl.algorithms.ifca import Ifca
 from clusterfl.algorithms.local import Local
+from clusterfl.algorithms.pfedkm import PFedKM
+from clusterfl.algorithms.pfedme import PFedMe
 from clusterfl.registry import Registry
 
 ALGORITHMS: Registry[type[FederatedAlgorithm]] = Registry("algorithm method")
 ALGORITHMS.add("fedavg")(FedAvg)
 ALGORITHMS.add("local")(Local)
+ALGORITHMS.add("pfedme")(PFedMe)
+ALGORITHMS.add("ifca")(Ifca)
+ALGORITHMS.add("pfedkm")(PFedKM)
 
 __all__ = ["ALGORITHMS", "FederatedAlgorithm", "RunContext", "Schedule"]

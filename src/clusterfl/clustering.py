@@ -1,0 +1,94 @@
+"""Server-side clustering steps: small pure functions on stacked parameters `[C, ...]`.
+
+- `flatten`: stacked models -> one row per model (what k-means sees).
+- `kmeans`: pFedKM's clustering of the uploaded local models, scikit-learn's k-means with
+  k-means++ seeding (Arthur & Vassilvitskii 2007), seeded from an explicit generator.
+- `cluster_average`: the mean model of each cluster (P1's P^{t+1}: column j holds 1/|C_j| for
+  the members of C_j; IFCA weights by samples instead); empty clusters keep their old model.
+- `align_to`: relabel new clusters to the old models they are closest to (Hungarian
+  matching), so "cluster j" keeps meaning the same generalized model from round to round.
+- `lowest_loss_cluster`: IFCA's cluster identity, argmin_j of a client's mean training loss.
+- `mean_pairwise_distance`: mean Euclidean distance between rows (P1 Fig. 4).
+"""
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+from sklearn.cluster import KMeans
+
+from clusterfl.aggregation import weighted_average
+from clusterfl.engine.base import Params
+
+
+def flatten(stacked: Params) -> torch.Tensor:
+    """`{name: [C, ...]}` -> `[C, d]`, parameters concatenated in name order."""
+    return torch.cat([stacked[k].flatten(1) for k in sorted(stacked)], dim=1)
+
+
+@dataclass(frozen=True)
+class KMeansResult:
+    labels: np.ndarray  # [C] in 0..k-1
+    iterations: int
+    seconds: float
+
+
+def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 1) -> KMeansResult:
+    """Lloyd's k-means with k-means++ seeding on the rows of `points` (float64).
+
+    `k` is capped at the number of distinct rows, so a round with few clients cannot fail;
+    the cap leaves some clusters empty, which `cluster_average` handles.
+    """
+    distinct = len(np.unique(points, axis=0))
+    k = max(1, min(k, distinct))
+    seed = int(rng.integers(2**31 - 1))
+    start = time.perf_counter()
+    model = KMeans(n_clusters=k, init="k-means++", n_init=n_init, random_state=seed)
+    labels = model.fit_predict(points)
+    seconds = time.perf_counter() - start
+    return KMeansResult(labels.astype(np.int64), int(model.n_iter_), seconds)
+
+
+def cluster_average(
+    stacked: Params, labels: np.ndarray, weights: torch.Tensor, previous: Params
+) -> Params:
+    """Row j: the `weights`-weighted mean of the rows labelled j; `previous[j]` if none."""
+    out = {k: v.clone() for k, v in previous.items()}
+    for j in range(next(iter(previous.values())).shape[0]):
+        members = torch.from_numpy(np.flatnonzero(labels == j))
+        if len(members) == 0:
+            continue
+        mean = weighted_average({k: v[members] for k, v in stacked.items()}, weights[members])
+        for k in out:
+            out[k][j] = mean[k]
+    return out
+
+
+def align_to(old: torch.Tensor, new: torch.Tensor) -> np.ndarray:
+    """perm with perm[j] = the old row new row j is matched to (min total squared distance)."""
+    cost = torch.cdist(new.double(), old.double()).pow(2).numpy()
+    rows, cols = linear_sum_assignment(cost)
+    perm = np.empty(len(new), dtype=np.int64)
+    perm[rows] = cols
+    return perm
+
+
+def lowest_loss_cluster(losses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """IFCA: `losses[M, C, N]` per sample under M models -> each client's argmin_m mean loss.
+
+    Ties go to the lowest index (torch.argmin), so identical models give cluster 0.
+    """
+    counts = mask.sum(1).clamp(min=1).to(losses.dtype)
+    mean = (losses * mask).sum(2) / counts
+    return mean.argmin(0)
+
+
+def mean_pairwise_distance(rows: torch.Tensor) -> float:
+    """Mean Euclidean distance over unordered pairs of rows; 0.0 for fewer than two."""
+    n = rows.shape[0]
+    if n < 2:
+        return 0.0
+    d = torch.cdist(rows.double(), rows.double())
+    return float(d.sum() / (n * (n - 1)))
