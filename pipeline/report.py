@@ -6,6 +6,7 @@ import pandas as pd
 import yaml
 from rich.console import Console
 
+from clusterfl import figures
 from clusterfl import report as rep
 from clusterfl.config import load_params
 from clusterfl.errors import UserError
@@ -18,16 +19,18 @@ REFERENCES = Path("pipeline/references.yaml")
 def run(params_path: Path, console: Console, references_path: Path = REFERENCES) -> None:
     params = load_params(params_path)
     references = yaml.safe_load(references_path.read_text()) or {}
-    rows, curves = [], {}
-    for exp in params.grid_experiments:
+    rows, curves, clusters = [], {}, {}
+    for exp, alg in params.cells():
         if not params.experiment_in_suite(exp):
             continue
-        for alg in params.grid_algorithms:
-            cell = cell_dir(exp, alg)
-            if not cell.exists() or is_skipped(cell):
-                raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg}` first")
-            rows += rep.seed_rows(RESULTS, exp, alg)
-            curves[(exp, alg)] = rep.mean_curve(RESULTS, exp, alg)
+        cell = cell_dir(exp, alg)
+        if not cell.exists() or is_skipped(cell):
+            raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg}` first")
+        rows += rep.seed_rows(RESULTS, exp, alg)
+        curves[(exp, alg)] = rep.mean_curve(RESULTS, exp, alg)
+        found = rep.assignments(RESULTS, exp, alg)
+        if found is not None:
+            clusters[(exp, alg)] = found
     if not rows:
         raise UserError(f"suite {params.suite!r}: no trained cells in grid")
     seeds = pd.DataFrame(rows)
@@ -37,12 +40,26 @@ def run(params_path: Path, console: Console, references_path: Path = REFERENCES)
     with output_dir(REPORTS / "tables") as out:
         atomic_write_text(out / "results.md", title + rep.markdown_table(table, references))
         atomic_write_text(out / "results.csv", table.to_csv(index=False))
+        atomic_write_text(out / "paper_layout.md", title + rep.paper_layout(table))
         atomic_write_text(out / "seeds.csv", seeds.to_csv(index=False))
     with output_dir(REPORTS / "curves") as out:
         for (exp, alg), curve in curves.items():
             atomic_write_text(out / f"{exp}__{alg}.csv", curve.to_csv(index=False))
     with output_dir(REPORTS / "figures") as out:
         rep.convergence_figure(curves, out / "convergence.png")
+        _experiment_figures(params, curves, clusters, out)
     atomic_write_json(REPORTS / "metrics.json", rep.metrics_json(table))
     console.print(rep.markdown_table(table, references))
     console.print(f"wrote {REPORTS}/tables/results.md, {REPORTS}/figures/convergence.png")
+
+
+def _experiment_figures(params, curves, clusters, out: Path) -> None:
+    """P1 Figs. 1-5 per experiment: curves, clustering diagnostics, assignment colour map."""
+    for exp in dict.fromkeys(e for e, _ in curves):
+        title = params.experiment(exp).title
+        mine = {alg: c for (e, alg), c in curves.items() if e == exp}
+        figures.curves_figure(title, mine, out / f"{exp}_curves.png")
+        figures.clustering_figure(title, mine, out / f"{exp}_clustering.png")
+        figures.assignment_figure(
+            title, {alg: a for (e, alg), a in clusters.items() if e == exp},
+            out / f"{exp}_assignments.png")

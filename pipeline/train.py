@@ -4,6 +4,7 @@ Writes results/<experiment>/<algorithm>/seed<k>/history.{json,csv} and summary.j
 one MLflow parent run for the cell and a nested run per seed.
 """
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized") -> None:
     params = load_params(params_path)
     exp = params.experiment(experiment)
-    alg = params.algorithm(algorithm)
+    alg = params.algorithm(algorithm, experiment=experiment)
     seeds = seeds or params.seeds
     with output_dir(cell_dir(experiment, algorithm)) as out:
         if not params.experiment_in_suite(experiment):
@@ -42,7 +43,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
                                         f"clusterfl download {dataset_name}"))
         cell_params: dict[str, Any] = {
             "suite": params.suite, "experiment": params.experiments[experiment],
-            "algorithm": params.algorithms[algorithm], "seeds": seeds,
+            "algorithm": {"method": alg.method, **dataclasses.asdict(alg.hyper)}, "seeds": seeds,
             "partition": params.partitions[exp.partition], "schedule": vars(exp.schedule),
         }
         tracker = _tracker(params, experiment, algorithm, cell_params) if track else None

@@ -26,6 +26,10 @@ def _shrink(params: dict) -> dict:
     params["datasets"]["p1_synthetic"]["clients_per_cluster"] = 3
     params["datasets"]["p1_synthetic"]["max_size"] = 200
     params["partitions"]["p1_mnist_subset"]["num_clients"] = 6
+    params["grid"]["p1"] = {
+        "experiments": ["p1_synthetic_mlr", "p1_mnist_subset_mlr", "p1_mnist_subset_dnn"],
+        "algorithms": ["fedavg", "pfedkm_k2"],
+    }
     return params
 
 
@@ -50,12 +54,16 @@ def workspace(tmp_path_factory):
 def test_repro_writes_table_figure_metrics_and_mlflow_runs(workspace):
     ws, env, _ = workspace
     table = (ws / "reports/tables/results.md").read_text()
-    for exp in ("p1_synthetic_mlr", "p1_synthetic_dnn", "p1_mnist_subset_dnn"):
-        for alg in ("fedavg", "local"):
+    for exp in ("p1_synthetic_mlr", "p1_mnist_subset_dnn"):
+        for alg in ("fedavg", "pfedkm_k2"):
             assert re.search(rf"\| {exp} \| {alg} \| .* \| 2 \|", table), (exp, alg)
     assert "p1_mnist_subset_mlr" not in table  # a paper-suite cell, skipped by default
     assert (ws / "reports/figures/convergence.png").read_bytes()[:4] == b"\x89PNG"
-    assert "p1_synthetic_mlr.local.last_acc" in _sh([str(BIN / "dvc"), "metrics", "show"], ws, env)
+    metrics = _sh([str(BIN / "dvc"), "metrics", "show"], ws, env)
+    assert "p1_synthetic_mlr.pfedkm_k2.last_acc" in metrics
+    for figure in ("p1_synthetic_mlr_curves", "p1_synthetic_mlr_clustering",
+                   "p1_synthetic_mlr_assignments"):
+        assert (ws / f"reports/figures/{figure}.png").exists(), figure
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(env["MLFLOW_TRACKING_URI"])
@@ -63,7 +71,7 @@ def test_repro_writes_table_figure_metrics_and_mlflow_runs(workspace):
     runs = client.search_runs([exp.experiment_id], max_results=200)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert len(parents) == 6 and len(children) == 12
+    assert len(parents) == 4 and len(children) == 8
     curve = client.get_metric_history(children[0].info.run_id, "test_acc")
     assert [m.step for m in curve] == [1, 2, 3]
     assert parents[0].data.tags["stage"] == "train" and len(parents[0].data.tags["git_commit"])
@@ -77,6 +85,5 @@ def test_second_repro_does_nothing_and_one_hyperparameter_reruns_its_cells(works
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     out = _sh([str(BIN / "dvc"), "repro"], ws, env)
     ran = set(re.findall(r"Running stage '([^']+)'", out))
-    assert ran == {"train@p1_synthetic_mlr-fedavg", "train@p1_synthetic_dnn-fedavg",
-                   "train@p1_mnist_subset_mlr-fedavg", "train@p1_mnist_subset_dnn-fedavg",
-                   "report"}
+    assert ran == {"train_p1@p1_synthetic_mlr-fedavg", "train_p1@p1_mnist_subset_mlr-fedavg",
+                   "train_p1@p1_mnist_subset_dnn-fedavg", "report"}

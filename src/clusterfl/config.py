@@ -4,9 +4,13 @@ Layout (see params.yaml): `suite` picks the active suite; `suites.<s>` lists its
 `datasets`, `experiments` and `training` overrides (applied to every experiment's `training`
 block, so the default suite is the paper's grid shrunk to run offline in minutes);
 `datasets`, `partitions`, `experiments` and `algorithms` are name -> settings maps; `grid`
-lists the experiments and algorithms the train stage crosses.
+has one group per paper (`grid.<group>.experiments` x `grid.<group>.algorithms`), each a
+`train_<group>` matrix stage in dvc.yaml. An experiment's `algorithm_options` set a
+hyperparameter for every algorithm of its cells that has it (e.g. pFedMe's and pFedKM's
+`personal_lr`, which the papers tune per dataset).
 """
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +38,7 @@ class Experiment:
     model_options: dict[str, Any]
     schedule: Schedule
     title: str
+    algorithm_options: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -76,10 +81,13 @@ class Params:
         self.partitions = _mapping(raw["partitions"], "partitions")
         self.experiments = _mapping(raw["experiments"], "experiments")
         self.algorithms = _mapping(raw["algorithms"], "algorithms")
-        grid = _mapping(raw["grid"], "grid")
-        self.grid_experiments = _names(grid.get("experiments"), "grid.experiments",
-                                       self.experiments)
-        self.grid_algorithms = _names(grid.get("algorithms"), "grid.algorithms", self.algorithms)
+        self.grid: dict[str, tuple[list[str], list[str]]] = {}
+        for group, cells in _mapping(raw["grid"], "grid").items():
+            cells = _mapping(cells, f"grid.{group}")
+            self.grid[group] = (
+                _names(cells.get("experiments"), f"grid.{group}.experiments", self.experiments),
+                _names(cells.get("algorithms"), f"grid.{group}.algorithms", self.algorithms),
+            )
         self._validate_entries()
         for name in self.suites:
             self._validate_suite(name)
@@ -113,8 +121,15 @@ class Params:
                 raise UserError(
                     f"{key}.datasets: experiment {exp!r} needs dataset {dataset!r}; add it"
                 )
-        for alg in self.grid_algorithms:
-            self.algorithm(alg)
+        for experiments, algorithms in self.grid.values():
+            for exp in experiments:
+                for alg in algorithms:
+                    self.algorithm(alg, experiment=exp)
+
+    def cells(self) -> list[tuple[str, str]]:
+        """Every (experiment, algorithm) cell of every grid group, in params order."""
+        return list(dict.fromkeys(
+            (exp, alg) for exps, algs in self.grid.values() for exp in exps for alg in algs))
 
     # -- the active suite -------------------------------------------------------------------
     @property
@@ -164,6 +179,11 @@ class Params:
         overrides = _mapping(self.suites[suite or self.suite].get("training") or {}, "training")
         training = {**_mapping(entry["training"], f"{key}.training"), **overrides}
         schedule = build_options(Schedule, training, f"{key}.training")
+        options = _mapping(entry.get("algorithm_options") or {}, f"{key}.algorithm_options")
+        known = {f.name for _, cls in ALGORITHMS for f in dataclasses.fields(cls.Hyper)}
+        for option in options:
+            if option not in known:
+                raise unknown_name(f"{key}.algorithm_options", option, sorted(known))
         return Experiment(
             name=name,
             partition=str(entry["partition"]),
@@ -171,15 +191,22 @@ class Params:
             model_options=_mapping(entry.get("model_options") or {}, f"{key}.model_options"),
             schedule=schedule,
             title=str(entry.get("title", name)),
+            algorithm_options=options,
         )
 
-    def algorithm(self, name: str) -> AlgorithmConfig:
+    def algorithm(self, name: str, experiment: str | None = None) -> AlgorithmConfig:
+        """Algorithm `name`, with `experiment`'s `algorithm_options` applied where they fit."""
         if name not in self.algorithms:
             raise unknown_name("algorithm", name, list(self.algorithms))
         key = f"algorithms.{name}"
         entry = _mapping(self.algorithms[name], key)
         method = entry.pop("method", None)
         cls = ALGORITHMS.get(str(method), f"{key}.method")
+        if experiment is not None:
+            fields = {f.name for f in dataclasses.fields(cls.Hyper)}
+            options = self.experiment(experiment).algorithm_options
+            entry |= {k: v for k, v in options.items() if k in fields}
+            key = f"{key} (with experiments.{experiment}.algorithm_options)"
         return AlgorithmConfig(name, str(method), cls, build_options(cls.Hyper, entry, key))
 
     @property

@@ -33,19 +33,34 @@ def seed_rows(results_dir: Path, experiment: str, algorithm: str) -> list[dict[s
     return rows
 
 
+CURVE_METRICS = ("test_acc", "test_loss", "train_loss", "ari", "kmeans_seconds",
+                 "kmeans_iterations", "center_distance", "local_distance")
+PERCENT = ("test_acc",)
+
+
 def mean_curve(results_dir: Path, experiment: str, algorithm: str) -> pd.DataFrame:
-    """Per-round mean and std over seeds of test accuracy (%) and train loss."""
+    """Per-round mean over seeds of every metric the runs recorded (accuracy in %), plus the
+    std of test accuracy."""
     frames = []
     for seed_dir in sorted((results_dir / experiment / algorithm).glob("seed*")):
         frames.append(pd.DataFrame(read_history(seed_dir).records))
-    stacked = pd.concat(frames)
-    grouped = stacked.groupby("round")
-    return pd.DataFrame({
-        "round": grouped.size().index,
-        "test_acc": 100 * grouped["test_acc"].mean().to_numpy(),
-        "test_acc_std": 100 * grouped["test_acc"].std(ddof=0).to_numpy(),
-        "train_loss": grouped["train_loss"].mean().to_numpy(),
-    })
+    grouped = pd.concat(frames).groupby("round")
+    curve = pd.DataFrame({"round": grouped.size().index})
+    for name in CURVE_METRICS:
+        if name in frames[0]:
+            scale = 100 if name in PERCENT else 1
+            curve[name] = scale * grouped[name].mean().to_numpy()
+    curve["test_acc_std"] = 100 * grouped["test_acc"].std(ddof=0).to_numpy()
+    return curve
+
+
+def assignments(results_dir: Path, experiment: str, algorithm: str) -> np.ndarray | None:
+    """The first seed's cluster of every client in every round, `[rounds, clients]`."""
+    seeds = sorted((results_dir / experiment / algorithm).glob("seed*"))
+    if not seeds:
+        return None
+    rows = read_history(seeds[0]).arrays.get("cluster")
+    return None if rows is None else np.asarray(rows)
 
 
 def summary_table(seeds: pd.DataFrame, references: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
@@ -88,6 +103,26 @@ def markdown_table(table: pd.DataFrame, references: Mapping[str, Mapping[str, An
             f"| {_pm(r.best_acc_mean, r.best_acc_std)} | {r.best_round_mean:.0f} | {diff} "
             f"| {r.seeds} |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def paper_layout(table: pd.DataFrame) -> str:
+    """Table 2's shape: algorithms as rows, experiments as columns, "ours (paper)" cells."""
+    experiments = list(dict.fromkeys(table["experiment"]))
+    algorithms = list(dict.fromkeys(table["algorithm"]))
+    lines = ["| algorithm | " + " | ".join(experiments) + " |",
+             "|---|" + "---|" * len(experiments)]
+    cells = {(r.experiment, r.algorithm): r for r in table.itertuples()}
+    for alg in algorithms:
+        row = []
+        for exp in experiments:
+            r = cells.get((exp, alg))
+            if r is None:
+                row.append("")
+                continue
+            paper = "" if r.paper_acc is None or pd.isna(r.paper_acc) else f" ({r.paper_acc:.2f})"
+            row.append(f"{_pm(r.last_acc_mean, r.last_acc_std)}{paper}")
+        lines.append(f"| {alg} | " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 
