@@ -49,11 +49,13 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _threads(n: int | None) -> None:
+    """--threads, else CLUSTERFL_THREADS, else torch's default (one per core)."""
     n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
-    if n:
-        import torch
+    if n is not None and n < 1:
+        raise UserError(f"--threads: must be >= 1, got {n}")
+    from clusterfl.engine.threads import configure_threads
 
-        torch.set_num_threads(n)
+    configure_threads(n)
 
 
 @app.command()
@@ -92,6 +94,9 @@ def train(
     engine: Annotated[str, typer.Option(
         help="Local-training engine: vectorized or reference (per-client loop).")] = "vectorized",
     threads: ThreadsOpt = None,
+    jobs: Annotated[int | None, typer.Option(
+        help="Train this many seeds at once, each in its own process with cores/jobs threads "
+             "(default: CLUSTERFL_JOBS or 1).")] = None,
 ) -> None:
     """Train one cell of the grid into results/<experiment>/<algorithm>/."""
     from clusterfl.engine import ENGINES
@@ -100,8 +105,15 @@ def train(
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    _threads(threads)
-    stage.run(experiment, algorithm, params, console, seeds=seed, track=track, engine=engine)
+    jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
+    if jobs < 1:
+        raise UserError(f"--jobs: must be >= 1, got {jobs}")
+    if jobs == 1:
+        _threads(threads)
+    elif threads is not None:
+        os.environ["CLUSTERFL_THREADS"] = str(threads)  # per worker process
+    stage.run(experiment, algorithm, params, console, seeds=seed, track=track, engine=engine,
+              workers=jobs)
 
 
 @app.command()

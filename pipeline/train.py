@@ -5,16 +5,24 @@ one MLflow parent run for the cell and a nested run per seed.
 """
 
 import dataclasses
+import functools
+import multiprocessing
+import os
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from rich.console import Console
 
-from clusterfl.callbacks import Callback, ProgressCallback
-from clusterfl.config import load_params
+from clusterfl.callbacks import Callback, ProgressCallback, replay
+from clusterfl.config import AlgorithmConfig, Experiment, load_params
 from clusterfl.data import load_dataset
+from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.errors import UserError
+from clusterfl.history import RunHistory
 from clusterfl.io import atomic_write_json
 from clusterfl.partition import load_partition
 from clusterfl.runner import run_seed
@@ -28,7 +36,9 @@ def _require(path: Path, hint: str) -> Path:
 
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
-        seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized") -> None:
+        seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized",
+        workers: int = 1) -> None:
+    """Train every seed of the cell; `workers` > 1 trains seeds in that many processes."""
     params = load_params(params_path)
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
@@ -39,25 +49,21 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
             console.print(f"[dim]{experiment}/{algorithm}: not in suite, skipped[/dim]")
             return
         dataset_name = params.partition(exp.partition)["dataset"]
-        dataset = load_dataset(_require(dataset_file(dataset_name),
-                                        f"clusterfl download {dataset_name}"))
+        _require(dataset_file(dataset_name), f"clusterfl download {dataset_name}")
         cell_params: dict[str, Any] = {
             "suite": params.suite, "experiment": params.experiments[experiment],
             "algorithm": {"method": alg.method, **dataclasses.asdict(alg.hyper)}, "seeds": seeds,
             "partition": params.partitions[exp.partition], "schedule": vars(exp.schedule),
         }
         tracker = _tracker(params, experiment, algorithm, cell_params) if track else None
+        jobs = [SeedJob(exp, alg, dataset_file(dataset_name), _require(
+            partition_file(exp.partition, seed), f"clusterfl partition {exp.partition}"),
+            seed, engine) for seed in seeds]
         summaries = []
         try:
-            for seed in seeds:
-                partition = load_partition(_require(partition_file(exp.partition, seed),
-                                                    f"clusterfl partition {exp.partition}"))
-                callbacks: list[Callback] = [ProgressCallback(
-                    f"{experiment}/{algorithm} seed {seed}", exp.schedule.rounds)]
-                if tracker is not None:
-                    callbacks.append(tracker.seed_callback(seed))
-                history = run_seed(exp, alg, dataset, partition, seed, callbacks, engine=engine)
-                history.write(out / f"seed{seed}")
+            for job, history in zip(jobs, _histories(jobs, workers, tracker, console),
+                                    strict=True):
+                history.write(out / f"seed{job.seed}")
                 summaries.append(history.summary())
         except BaseException:
             if tracker is not None:
@@ -70,6 +76,56 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
             tracker.finish({**mean, **std})
     console.print(f"{experiment}/{algorithm}: test_acc last {100 * mean['last_test_acc']:.2f}% "
                   f"best {100 * mean['best_test_acc']:.2f}% over seeds {seeds}")
+
+
+_dataset = functools.lru_cache(maxsize=1)(load_dataset)  # seeds of a cell share it
+
+
+@dataclass(frozen=True)
+class SeedJob:
+    """One seed of a cell: everything a worker process needs to train it."""
+
+    experiment: Experiment
+    algorithm: AlgorithmConfig
+    dataset: Path
+    partition: Path
+    seed: int
+    engine: str
+
+    def __call__(self, callbacks: list[Callback]) -> RunHistory:
+        return run_seed(self.experiment, self.algorithm, _dataset(self.dataset),
+                        load_partition(self.partition), self.seed, callbacks, engine=self.engine)
+
+
+def _in_worker(job: SeedJob, threads: int) -> RunHistory:
+    configure_threads(threads)
+    return job([])
+
+
+def _histories(jobs: list[SeedJob], workers: int, tracker, console: Console
+               ) -> Iterator[RunHistory]:
+    """Each job's history, in order. One worker: live progress bar and per-round MLflow
+    logging. Several: seeds run in separate processes (spawned, `cores / workers` threads
+    each) and each history is logged to MLflow when its seed ends (one writer to the store)."""
+    if workers <= 1 or len(jobs) <= 1:
+        for job in jobs:
+            name = f"{job.experiment.name}/{job.algorithm.name} seed {job.seed}"
+            callbacks: list[Callback] = [ProgressCallback(name, job.experiment.schedule.rounds)]
+            if tracker is not None:
+                callbacks.append(tracker.seed_callback(job.seed))
+            yield job(callbacks)
+        return
+    threads = int(os.environ.get("CLUSTERFL_THREADS", "0")) or split_threads(workers)
+    context = multiprocessing.get_context("spawn")  # no forked torch thread pools
+    with ProcessPoolExecutor(min(workers, len(jobs)), mp_context=context) as pool:
+        for job, history in zip(jobs, pool.map(_in_worker, jobs, [threads] * len(jobs)),
+                                strict=True):
+            if tracker is not None:
+                replay(history, tracker.seed_callback(job.seed))
+            last = history.records[-1]
+            console.print(f"{job.experiment.name}/{job.algorithm.name} seed {job.seed}: "
+                          f"test_acc {100 * last['test_acc']:.2f}% after {last['round']} rounds")
+            yield history
 
 
 def _tracker(params, experiment: str, algorithm: str, cell_params: dict[str, Any]):

@@ -31,6 +31,14 @@ class CallbackList:
             cb.on_run_end(summary)
 
 
+def replay(history: Any, callback: Callback) -> None:
+    """Send a finished run's events to `callback` (a run trained in another process)."""
+    callback.on_run_start({"rounds": len(history.records)})
+    for record in history.records:
+        callback.on_round_end(int(record["round"]), record)
+    callback.on_run_end(history.summary())
+
+
 class ProgressCallback:
     """A rich progress bar over rounds showing the latest test accuracy."""
 
