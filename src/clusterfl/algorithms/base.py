@@ -113,15 +113,28 @@ class FederatedAlgorithm(ABC):
     def initial_model(self) -> Params:
         return init_params(self.ctx.model, self.generator)
 
+    def local_plan(self, clients: torch.Tensor, local_steps: int | None = None,
+                   batch_size: int | None = None) -> Any:
+        """The batches `clients` train on this round (the schedule's unless overridden)."""
+        s = self.schedule
+        steps, epochs = (local_steps, None) if local_steps is not None else (s.local_steps,
+                                                                           s.epochs)
+        return make_plan(self.train_sizes[clients].cpu().numpy(), batch_size or s.batch_size,
+                         self.rng, local_steps=steps, epochs=epochs)
+
     def train_clients(
-        self, start: Params, clients: torch.Tensor, prox: Prox | None = None, rule: Any = None
+        self, start: Params, clients: torch.Tensor, prox: Prox | None = None, rule: Any = None,
+        plan: Any = None,
     ) -> Params:
         """Local training of `clients` from stacked `start`, through the engine."""
-        plan = make_plan(
-            self.train_sizes[clients].cpu().numpy(), self.schedule.batch_size, self.rng,
-            local_steps=self.schedule.local_steps, epochs=self.schedule.epochs,
-        )
+        plan = plan if plan is not None else self.local_plan(clients)
         return self.engine.train(start, clients, rule or self.local_rule(), plan, prox)
+
+    def train_clients_with_state(
+        self, start: Params, clients: torch.Tensor, rule: Any
+    ) -> tuple[Params, Params]:
+        """As `train_clients`, plus the rule's final per-client state (pFedMe's theta)."""
+        return self.engine.train_with_state(start, clients, rule, self.local_plan(clients))
 
     def evaluate(self) -> dict[str, float]:
         """Sample-weighted test accuracy/loss and train loss of every client's model."""
