@@ -2,11 +2,15 @@
 
 from clusterfl.algorithms.base import FederatedAlgorithm, RunContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvg
+from clusterfl.algorithms.fedem import FedEM
+from clusterfl.algorithms.fedsoft import FedSoft
 from clusterfl.algorithms.local import Local
 from clusterfl.registry import Registry
 
 ALGORITHMS: Registry[type[FederatedAlgorithm]] = Registry("algorithm method")
 ALGORITHMS.add("fedavg")(FedAvg)
 ALGORITHMS.add("local")(Local)
+ALGORITHMS.add("fedsoft")(FedSoft)
+ALGORITHMS.add("fedem")(FedEM)
 
 __all__ = ["ALGORITHMS", "FederatedAlgorithm", "RunContext", "Schedule"]
