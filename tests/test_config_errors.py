@@ -29,7 +29,7 @@ def test_real_params_file_is_valid():
 
 @pytest.mark.parametrize(("edit", "pattern"), [
     (lambda r: r["algorithms"]["fedavg"].update(method="fedsgd"),
-     r"algorithms\.fedavg\.method: unknown value 'fedsgd'; allowed: fedavg, local"),
+     r"algorithms\.fedavg\.method: unknown value 'fedsgd'; allowed: fedavg, "),
     (lambda r: r["datasets"]["mnist_subset"].update(source="mnist_full_please"),
      r"datasets\.mnist_subset\.source: unknown value .*allowed: .*clustered_synthetic"),
     (lambda r: r["partitions"]["p1_synthetic"].update(scheme="dirichet"),
