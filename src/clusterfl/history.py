@@ -9,7 +9,17 @@ from typing import Any
 
 from clusterfl.io import atomic_write_json, atomic_write_text
 
-PRIMARY = "test_acc"
+PRIMARY = "test_acc"  # classification runs
+PRIMARY_REGRESSION = "test_mse"  # regression runs (lower is better)
+
+
+def primary_metric(record: dict[str, float]) -> str | None:
+    """The metric a run is summarised by: test_acc, else test_mse, else none."""
+    return next((m for m in (PRIMARY, PRIMARY_REGRESSION) if m in record), None)
+
+
+def lower_is_better(metric: str) -> bool:
+    return metric.endswith(("_mse", "_loss", "_mae"))
 
 
 @dataclass
@@ -24,15 +34,22 @@ class RunHistory:
         for name, value in (arrays or {}).items():
             self.arrays.setdefault(name, []).append(value)
 
-    def summary(self, metric: str = PRIMARY) -> dict[str, float]:
-        """Last-round value, best-round value and the round it came from, for `metric`."""
+    def summary(self, metric: str | None = None) -> dict[str, float]:
+        """Last-round values, and the best value of `metric` and the round it came from.
+
+        `metric` defaults to `primary_metric` (test_acc, else test_mse); "best" is the
+        smallest value for errors and losses (`lower_is_better`), else the largest.
+        """
         if not self.records:
             raise ValueError("empty history")
-        best = max(self.records, key=lambda r: r[metric])
         last = self.records[-1]
         out = {f"last_{k}": v for k, v in last.items() if k != "round"}
-        out[f"best_{metric}"] = best[metric]
-        out["best_round"] = best["round"]
+        metric = metric or primary_metric(last)
+        if metric is not None:
+            pick = min if lower_is_better(metric) else max
+            best = pick(self.records, key=lambda r: r[metric])
+            out[f"best_{metric}"] = best[metric]
+            out["best_round"] = best["round"]
         out["rounds"] = last["round"]
         return out
 

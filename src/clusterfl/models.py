@@ -1,7 +1,9 @@
 """Models of the papers, built by name, initialised from an explicit `torch.Generator`.
 
 - `mlr`: multinomial logistic regression (one linear layer on the flattened input).
-- `dnn`: one hidden layer (P1: 128 units, ReLU) then a linear output layer.
+- `dnn`: one hidden layer (P1: 128 units, ReLU) then a linear output layer;
+- `linreg`: linear regression without intercept, y_hat = <w, x> (FedSoft's synthetic model).
+Regression data (`num_classes == 0`) gets one output unit; the engines then use squared error.
 Initialisation is PyTorch's default for Linear/Conv (U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for
 weight and bias) but drawn from the run's own generator, so a seed fixes the model.
 """
@@ -33,6 +35,15 @@ class DnnOptions:
         require(self.hidden > 0, f"{key}.hidden", "must be > 0")
 
 
+@dataclass(frozen=True)
+class LinregOptions:
+    """Linear regression without intercept takes no options."""
+
+
+def _linreg(in_features: int, outputs: int, opts: LinregOptions) -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(in_features, outputs, bias=False))
+
+
 def _mlr(in_features: int, num_classes: int, opts: MlrOptions) -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Linear(in_features, num_classes))
 
@@ -54,6 +65,7 @@ class ModelSpec:
 MODELS: Registry[ModelSpec] = Registry("model")
 MODELS.add("mlr")(ModelSpec("multinomial logistic regression", MlrOptions, _mlr))
 MODELS.add("dnn")(ModelSpec("MLP with one hidden ReLU layer", DnnOptions, _dnn))
+MODELS.add("linreg")(ModelSpec("linear regression, no intercept", LinregOptions, _linreg))
 
 
 def build_model(
@@ -62,7 +74,8 @@ def build_model(
 ) -> nn.Module:
     spec = MODELS.get(name, key)
     opts = build_options(spec.options, options, f"{key}_options")
-    return spec.build(math.prod(feature_shape), num_classes, opts)
+    outputs = num_classes if num_classes > 0 else 1  # regression: one output
+    return spec.build(math.prod(feature_shape), outputs, opts)
 
 
 def init_params(model: nn.Module, generator: torch.Generator) -> Params:

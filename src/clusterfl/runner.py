@@ -24,6 +24,16 @@ def client_data(dataset: Dataset, partition: Partition, device: str = "cpu") -> 
     )
 
 
+def holdout_data(dataset: Dataset, partition: Partition, device: str = "cpu") -> ClientData | None:
+    """The partition's held-out test sets, one per distribution, laid out as the `test`
+    split of one "client" each (their `train` split is empty); None without hold-outs."""
+    if not partition.holdout:
+        return None
+    sets = [views.holdout_data(dataset, partition, s) for s in range(len(partition.holdout))]
+    empty = [(x[:0], y[:0]) for x, y in sets]
+    return ClientData.from_lists(empty, sets, device=device)
+
+
 def run_seed(
     experiment: Experiment,
     algorithm: AlgorithmConfig,
@@ -41,11 +51,14 @@ def run_seed(
         experiment.model_options, key=f"experiments.{experiment.name}.model",
     ).to(device)
     data = client_data(dataset, partition, device)
+    holdout = holdout_data(dataset, partition, device)
     ctx = RunContext(
         model=model,
         engine=ENGINES[engine](model, data),
         schedule=experiment.schedule,
         seed=seed,
         true_cluster=partition.cluster,
+        true_mixture=partition.mixture,
+        holdout=None if holdout is None else ENGINES[engine](model, holdout),
     )
     return algorithm.cls(algorithm.hyper, ctx).run(list(callbacks))

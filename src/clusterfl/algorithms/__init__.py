@@ -2,6 +2,8 @@
 
 from clusterfl.algorithms.base import FederatedAlgorithm, RunContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvg
+from clusterfl.algorithms.fedem import FedEM
+from clusterfl.algorithms.fedsoft import FedSoft
 from clusterfl.algorithms.ifca import Ifca
 from clusterfl.algorithms.local import Local
 from clusterfl.algorithms.pfedkm import PFedKM
@@ -14,5 +16,7 @@ ALGORITHMS.add("local")(Local)
 ALGORITHMS.add("pfedme")(PFedMe)
 ALGORITHMS.add("ifca")(Ifca)
 ALGORITHMS.add("pfedkm")(PFedKM)
+ALGORITHMS.add("fedsoft")(FedSoft)
+ALGORITHMS.add("fedem")(FedEM)
 
 __all__ = ["ALGORITHMS", "FederatedAlgorithm", "RunContext", "Schedule"]

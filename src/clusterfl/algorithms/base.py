@@ -58,6 +58,9 @@ class RunContext:
     schedule: Schedule
     seed: int
     true_cluster: np.ndarray | None = None
+    # Soft-clustering ground truth and held-out sets (FedSoft's P2 protocol, see soft_eval.py):
+    true_mixture: np.ndarray | None = None  # (N, D): client k's true share of distribution d
+    holdout: LocalEngine | None = None  # its clients = held-out test sets, one per distribution
 
 
 class FederatedAlgorithm(ABC):
@@ -143,6 +146,9 @@ class FederatedAlgorithm(ABC):
         train_loss, train_correct = self.engine.evaluate(models, self.all_clients, "train")
         n_test = self.engine.data.test_n.sum().item()
         n_train = self.engine.data.train_n.sum().item()
+        if self.engine.data.is_regression:  # squared-error loss: the loss is the MSE
+            return {"test_mse": test_loss.sum().item() / n_test,
+                    "train_mse": train_loss.sum().item() / n_train}
         return {
             "test_acc": test_correct.sum().item() / n_test,
             "test_loss": test_loss.sum().item() / n_test,

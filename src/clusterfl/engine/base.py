@@ -25,7 +25,11 @@ class Prox:
 
 @dataclass(frozen=True)
 class ClientData:
-    """Every client's samples, zero-padded to the largest client: x[C, N_max, ...], y[C, N_max]."""
+    """Every client's samples, zero-padded to the largest client: x[C, N_max, ...], y[C, N_max].
+
+    `y` is long for class labels and float32 for regression targets (float input labels);
+    the engines pick the loss from that dtype (`engine.losses`).
+    """
 
     train_x: torch.Tensor
     train_y: torch.Tensor
@@ -45,6 +49,10 @@ class ClientData:
         return ClientData(tx, ty, tn, sx, sy, sn)
 
     @property
+    def is_regression(self) -> bool:
+        return self.train_y.is_floating_point()
+
+    @property
     def num_clients(self) -> int:
         return int(self.train_n.shape[0])
 
@@ -60,8 +68,9 @@ def _pad(
     n = np.array([len(y) for _, y in parts], dtype=np.int64)
     n_max = max(int(n.max(initial=0)), 1)
     feat = parts[0][0].shape[1:]
+    regression = np.issubdtype(np.asarray(parts[0][1]).dtype, np.floating)
     x = np.zeros((len(parts), n_max, *feat), dtype=np.float32)
-    y = np.zeros((len(parts), n_max), dtype=np.int64)
+    y = np.zeros((len(parts), n_max), dtype=np.float32 if regression else np.int64)
     for c, (xc, yc) in enumerate(parts):
         x[c, : len(yc)] = xc
         y[c, : len(yc)] = yc

@@ -8,18 +8,20 @@
 - `VmapKernel`: any `nn.Module`, via `torch.func.vmap(grad(loss))` over the stacked models.
 
 Both see a batch as x[G, B, ...], y[G, B] and per-sample weights w[G, B] (1/count for real
-samples, 0 for padding), so the loss each client sees is the mean over its real samples.
+samples, 0 for padding, times the plan's sample weights if it has any), so the loss each
+client sees is the (weighted) mean over its real samples. The loss is `losses.sample_loss`:
+cross-entropy for class labels, squared error for float regression targets.
 """
 
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from clusterfl.engine.base import Params
+from clusterfl.engine.losses import loss_grad, sample_loss
 from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
 
 KernelName = Literal["auto", "bmm", "vmap"]
@@ -28,7 +30,7 @@ KernelName = Literal["auto", "bmm", "vmap"]
 @dataclass(frozen=True)
 class Batch:
     x: torch.Tensor  # [G, B, ...]
-    y: torch.Tensor  # long [G, B]
+    y: torch.Tensor  # long [G, B] (class labels) or float [G, B] (regression targets)
     weight: torch.Tensor  # [G, B]
 
 
@@ -66,7 +68,7 @@ class VmapKernel:
     def __init__(self, model: nn.Module) -> None:
         def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
             logits = functional_call(model, params, (x,))
-            return (F.cross_entropy(logits, y, reduction="none") * w).sum()
+            return (sample_loss(logits, y) * w).sum()
 
         self._grads = vmap(grad(loss))
         self._logits = vmap(lambda p, x: functional_call(model, p, (x,)))
@@ -129,8 +131,7 @@ class BmmKernel:
         """
         hs = self._forward(params, batch.x)
         logits = hs.pop()
-        dz = torch.softmax(logits, dim=-1)
-        dz.sub_(F.one_hot(batch.y, dz.shape[-1]).to(dz.dtype)).mul_(batch.weight.unsqueeze(-1))
+        dz = loss_grad(logits, batch.y, batch.weight)
         for i in range(len(self.layers) - 1, -1, -1):
             h_in = hs[i]
             below = None

@@ -6,6 +6,11 @@ A plan is `index[S, C, B]` (sample positions inside each client's data) with `ma
 `get_next_train_batch` restarts such a loader when it runs out). With `local_steps` every
 client takes that many steps; with `epochs` a client takes as many steps as its passes need,
 and clients with fewer steps are padded with inactive steps (`active[S, C]` False).
+
+Optional per-sample weights (`weight[S, C, B]`, from `with_sample_weights`) scale each
+sample's term of the batch loss: a client minimises sum_i weight_i * loss_i / |batch| on each
+batch (FedEM's responsibility-weighted component updates). Without them every real sample
+weighs 1, i.e. the batch loss is the plain mean.
 """
 
 from dataclasses import dataclass
@@ -18,6 +23,14 @@ import torch
 class BatchPlan:
     index: torch.Tensor  # long [S, C, B]
     mask: torch.Tensor  # bool [S, C, B]
+    weight: torch.Tensor | None = None  # float [S, C, B], 0 at padding; None: all 1
+
+    def with_sample_weights(self, per_sample: torch.Tensor) -> "BatchPlan":
+        """This plan with sample j of client row c weighted by `per_sample[c, j]` ([C, N])."""
+        per_sample = per_sample.to(self.index.device)
+        rows = torch.arange(self.index.shape[1], device=self.index.device).view(1, -1, 1)
+        weight = per_sample[rows, self.index] * self.mask.to(per_sample.dtype)
+        return BatchPlan(self.index, self.mask, weight)
 
     @property
     def active(self) -> torch.Tensor:

@@ -6,25 +6,29 @@ kernels' hand-written gradients of the fast path, not two copies of the update m
 """
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from torch.func import functional_call
 
 from clusterfl.engine.base import ClientData, Params, Prox, Split
+from clusterfl.engine.losses import num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import Coef, LocalRule, descend_unfused_
 
 
 class AutogradOracle:
-    """Gradient of one client's mean loss on (x, y) by `torch.autograd`."""
+    """Gradient of one client's mean loss on (x, y) by `torch.autograd` (weighted mean
+    sum_i w_i loss_i / len(y) when per-sample weights `w` are given)."""
 
-    def __init__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> None:
-        self.model, self.x, self.y = model, x, y
+    def __init__(
+        self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None = None
+    ) -> None:
+        self.model, self.x, self.y, self.w = model, x, y, w
 
     def grads(self, params: Params) -> Params:
         leaves = {k: v[0].detach().requires_grad_(True) for k, v in params.items()}
         with torch.enable_grad():
-            loss = F.cross_entropy(functional_call(self.model, leaves, (self.x,)), self.y)
+            losses = sample_loss(functional_call(self.model, leaves, (self.x,)), self.y)
+            loss = losses.mean() if self.w is None else (losses * self.w).sum() / len(losses)
             grads = torch.autograd.grad(loss, list(leaves.values()))
         return {k: g.unsqueeze(0) for k, g in zip(leaves, grads, strict=True)}
 
@@ -71,8 +75,9 @@ class ReferenceEngine:
                 if not real.any():
                     continue
                 idx = plan.index[s, i][real]
+                w = None if plan.weight is None else plan.weight[s, i][real]
                 oracle = AutogradOracle(self.model, self.data.train_x[c, idx],
-                                        self.data.train_y[c, idx])
+                                        self.data.train_y[c, idx], w)
                 rule.step_(p, state, oracle, p_prox)
             out_p.append(p)
             out_s.append(state)
@@ -87,8 +92,8 @@ class ReferenceEngine:
         for i, c in enumerate(clients.tolist()):
             p = {k: v[i] for k, v in params.items()}
             logits = functional_call(self.model, p, (x[c, : n[c]],))
-            losses.append(F.cross_entropy(logits, y[c, : n[c]], reduction="sum"))
-            correct.append((logits.argmax(-1) == y[c, : n[c]]).sum().to(logits.dtype))
+            losses.append(sample_loss(logits, y[c, : n[c]]).sum())
+            correct.append(num_correct(logits, y[c, : n[c]]).sum())
         return torch.stack(losses), torch.stack(correct)
 
     @torch.no_grad()
@@ -104,5 +109,5 @@ class ReferenceEngine:
             p = {k: v[m] for k, v in models.items()}
             for i, c in enumerate(clients.tolist()):
                 logits = functional_call(self.model, p, (x[c, : n[c]],))
-                out[m, i, : n[c]] = F.cross_entropy(logits, y[c, : n[c]], reduction="none")
+                out[m, i, : n[c]] = sample_loss(logits, y[c, : n[c]])
         return out, torch.arange(n_max).view(1, -1) < n_sel.view(-1, 1)

@@ -14,11 +14,11 @@ How a step runs:
 from collections.abc import Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from clusterfl.engine.base import ClientData, Params, Prox, Split
 from clusterfl.engine.kernels import Batch, BoundOracle, KernelName, make_kernel
+from clusterfl.engine.losses import num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import LocalRule
 
@@ -77,7 +77,8 @@ class VectorizedEngine:
                              "must be a prefix of them (make_plan's plans are)")
         identity = bool((order == position[0]).all())
         dev = self.data.train_x.device
-        plan = BatchPlan(plan.index[:, order].to(dev), plan.mask[:, order].to(dev))
+        plan = BatchPlan(plan.index[:, order].to(dev), plan.mask[:, order].to(dev),
+                         None if plan.weight is None else plan.weight[:, order].to(dev))
         order = order.to(dev)
         # our own copy, updated in place (with local_steps every client takes every step)
         work = {k: v.clone() for k, v in params.items()} if identity else _reorder(params, order)
@@ -93,8 +94,9 @@ class VectorizedEngine:
         for a in range(0, full, chunk):
             b = min(a + chunk, full)
             counts = [min(max(n - a, 0), b - a) for n in n_active]  # chunk's actives per step
+            weight = None if plan.weight is None else plan.weight[:, a:b]
             blocks = self._batches(sorted_clients[a:b], plan.index[:, a:b], plan.mask[:, a:b],
-                                   counts)
+                                   counts, weight)
             for s, batch in blocks:
                 stop = a + counts[s]
                 p_prox = prox
@@ -109,10 +111,11 @@ class VectorizedEngine:
         return _unsort(work, order), _unsort(state, order)
 
     def _batches(
-        self, clients: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, counts: list[int]
+        self, clients: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, counts: list[int],
+        sample_weight: torch.Tensor | None = None,
     ) -> Iterator[tuple[int, Batch]]:
         """(s, batch of step s's `counts[s]` active clients) for steps with any, gathered a
-        block of steps at a time; `index`/`mask` columns are `clients`."""
+        block of steps at a time; `index`/`mask`/`sample_weight` columns are `clients`."""
         x_all, y_all = self.data.train_x, self.data.train_y
         c, b = index.shape[1:]
         sample = x_all.shape[2:]
@@ -128,6 +131,8 @@ class VectorizedEngine:
             xs = x_rows.index_select(0, flat).view(*weight.shape, *sample)
             ys = y_rows.index_select(0, flat).view(weight.shape)
             ws = weight / weight.sum(2, keepdim=True).clamp(min=1)
+            if sample_weight is not None:
+                ws = ws * sample_weight[start : start + block].to(ws.dtype)
             for t in range(weight.shape[0]):
                 n = counts[start + t]
                 if n:
@@ -149,9 +154,8 @@ class VectorizedEngine:
             mask = (pos.view(1, -1) < n_sel.view(-1, 1)).to(x.dtype)
             yc = y[:, start:stop]
             logits = self.kernel.logits(params, x[:, start:stop])
-            losses = F.cross_entropy(logits.transpose(1, 2), yc, reduction="none")
-            loss_sum += (losses * mask).sum(1)
-            correct += ((logits.argmax(-1) == yc).to(x.dtype) * mask).sum(1)
+            loss_sum += (sample_loss(logits, yc) * mask).sum(1)
+            correct += (num_correct(logits, yc) * mask).sum(1)
         return loss_sum, correct
 
     @torch.no_grad()
@@ -172,6 +176,6 @@ class VectorizedEngine:
             flat_y = y[:, start:stop].flatten()
             for m in range(n_models):
                 logits = self.kernel.logits({k: v[m : m + 1] for k, v in models.items()}, flat_x)
-                losses = F.cross_entropy(logits[0], flat_y, reduction="none")
+                losses = sample_loss(logits[0], flat_y)
                 out[m, :, start:stop] = losses.view(c, stop - start)
         return out * mask, mask
