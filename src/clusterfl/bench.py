@@ -23,7 +23,6 @@ from torch import nn
 
 from clusterfl.engine import (
     ClientData,
-    MoreauEnvelope,
     ReferenceEngine,
     Sgd,
     VectorizedEngine,
@@ -186,34 +185,6 @@ def algorithm_round(name: str, engine: Any, model: nn.Module, lr: float, batch: 
     return one_round
 
 
-def pfedme_round(
-    engine: Any, model: nn.Module, lr: float, batch: int, rng: np.random.Generator,
-    inner_steps: int = 5, lam: float = 15.0, beta: float = 1.0, personal_lr: float = 0.09,
-) -> Callable[[int], None]:
-    """A pFedMe round on the engine, a stand-in until pFedMe is a registered algorithm: every
-    client trains 1 epoch with `MoreauEnvelope`, the server mixes w <- (1 - beta) w + beta *
-    avg_k w_k, and every client is evaluated on both splits with the global model and with its
-    personalized theta (as the official code's `evaluate` and `evaluate_personalized_model`)."""
-    from clusterfl.aggregation import broadcast, mix, weighted_average
-
-    n = engine.data.num_clients
-    clients, sizes = torch.arange(n), engine.data.train_n
-    device = engine.data.train_x.device
-    w = {k: v.to(device) for k, v in init_params(model, torch.Generator().manual_seed(0)).items()}
-    rule = MoreauEnvelope(lr=lr, personal_lr=personal_lr, lam=lam, inner_steps=inner_steps)
-    state = {"w": w}
-
-    def one_round(_: int) -> None:
-        plan = make_plan(sizes.cpu().numpy(), batch, rng, epochs=1)
-        local, rule_state = engine.train_with_state(broadcast(state["w"], n), clients, rule, plan)
-        state["w"] = mix(state["w"], weighted_average(local, sizes), beta)
-        for params in (broadcast(state["w"], n), MoreauEnvelope.personalized(rule_state)):
-            for split in ("train", "test"):
-                engine.evaluate(params, clients, split)
-
-    return one_round
-
-
 def time_rounds(run_round: Callable[[int], None], rounds: int, warmup: int = 1) -> float:
     """Median seconds per round over `rounds` rounds after `warmup` rounds."""
     for r in range(warmup):
@@ -237,9 +208,6 @@ def bench_round(
         model, data)
     run_round = algorithm_round(algorithm, engine, model, lr, batch, seed)
     implementation = f"clusterfl.algorithms '{algorithm}'"
-    if run_round is None and algorithm == "pfedme":
-        run_round = pfedme_round(engine, model, lr, batch, rng)
-        implementation = "clusterfl.bench.pfedme_round (no pFedMe algorithm registered yet)"
     if run_round is None:
         raise ValueError(f"no round to time for algorithm {algorithm!r}")
     seconds = time_rounds(run_round, rounds)

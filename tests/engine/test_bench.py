@@ -10,7 +10,6 @@ from typer.testing import CliRunner
 
 from clusterfl.bench import (
     algorithm_round,
-    pfedme_round,
     time_rounds,
     training_flops_per_sample,
 )
@@ -53,10 +52,7 @@ def test_rounds_train_one_epoch_and_are_timed(algorithm):
         return VectorizedEngine.train_with_state(engine, params, clients, rule, plan, prox)
 
     engine.train_with_state = spy
-    if algorithm == "fedavg":  # the registered algorithm class itself
-        run = algorithm_round("fedavg", engine, model, lr=0.05, batch=4, seed=0)
-    else:
-        run = pfedme_round(engine, model, lr=0.05, batch=4, rng=np.random.default_rng(0))
+    run = algorithm_round(algorithm, engine, model, lr=0.05, batch=4, seed=0)  # the real class
     assert run is not None
     assert time_rounds(run, rounds=2) > 0
     assert len(calls) == 3  # one warm-up round, two timed
