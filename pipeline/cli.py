@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from clusterfl.errors import UserError
+from pipeline.common import PARTITIONS, RAW, cell_dir, skip_quickly
 
 app = typer.Typer(
     help="Reproduce clustered and personalized federated learning papers.",
@@ -48,6 +49,13 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def _skipped(params: Path, kind: str, name: str, out: Path) -> bool:
+    reason = skip_quickly(params, kind, name, out)
+    if reason is not None:
+        console.print(f"[dim]{name}: {reason}, skipped[/dim]")
+    return reason is not None
+
+
 def _threads(n: int | None) -> None:
     """--threads, else CLUSTERFL_THREADS, else torch's default (one per core)."""
     n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
@@ -65,6 +73,8 @@ def download(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Download or generate one dataset into data/raw/<dataset>/."""
+    if _skipped(params, "dataset", dataset, RAW / dataset):
+        return
     from pipeline import download as stage
 
     stage.run(dataset, params, console)
@@ -77,6 +87,8 @@ def partition(
     params: ParamsOpt = Path("params.yaml"),
 ) -> None:
     """Split a dataset into clients (one file per seed) into data/partitions/<name>/."""
+    if _skipped(params, "partition", name, PARTITIONS / name):
+        return
     from pipeline import partition as stage
 
     stage.run(name, params, console)
@@ -99,6 +111,8 @@ def train(
              "(default: CLUSTERFL_JOBS or 1).")] = None,
 ) -> None:
     """Train one cell of the grid into results/<experiment>/<algorithm>/."""
+    if _skipped(params, "experiment", experiment, cell_dir(experiment, algorithm)):
+        return
     from clusterfl.engine import ENGINES
     from clusterfl.errors import unknown_name
     from pipeline import train as stage

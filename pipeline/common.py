@@ -53,3 +53,34 @@ def write_skipped(directory: Path, reason: str) -> None:
 
 def is_skipped(directory: Path) -> bool:
     return (directory / SKIPPED).exists()
+
+
+def outside_suite(params_path: Path, kind: str, name: str) -> str | None:
+    """Why `name` (a dataset, partition or experiment, per `kind`) is outside the active
+    suite, read from the YAML alone, so that DVC's many skipped items cost no torch import;
+    None if it is inside, or if anything looks off (full validation then reports it)."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(params_path.read_text())
+        suite_name = raw["suite"]
+        suite = raw["suites"][suite_name]
+        if kind == "experiment":
+            raw["experiments"][name]  # an unknown name is the full validation's to report
+            inside = name in suite["experiments"]
+        else:
+            dataset = raw["partitions"][name]["dataset"] if kind == "partition" else name
+            raw["datasets"][dataset]
+            inside = dataset in suite["datasets"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return None
+    return None if inside else f"{kind} {name!r} is not in suite {suite_name!r}"
+
+
+def skip_quickly(params_path: Path, kind: str, name: str, out: Path) -> str | None:
+    """Write `out`'s skip marker (whole directory swapped in) if `name` is outside the suite."""
+    reason = outside_suite(params_path, kind, name)
+    if reason is not None:
+        with output_dir(out) as tmp:
+            write_skipped(tmp, reason)
+    return reason
