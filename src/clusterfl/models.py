@@ -2,7 +2,8 @@
 
 - `mlr`: multinomial logistic regression (one linear layer on the flattened input).
 - `dnn`: one hidden layer (P1: 128 units, ReLU) then a linear output layer;
-- `linreg`: linear regression without intercept, y_hat = <w, x> (FedSoft's synthetic model).
+- `linreg`: linear regression without intercept, y_hat = <w, x> (FedSoft's synthetic model);
+- `cnn`: 2 conv + 2 fully connected layers (P1's CIFAR-10 model, FedSoft's letters model).
 Regression data (`num_classes == 0`) gets one output unit; the engines then use squared error.
 Initialisation is PyTorch's default for Linear/Conv (U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for
 weight and bias) but drawn from the run's own generator, so a seed fixes the model.
@@ -16,6 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from clusterfl.errors import UserError
 from clusterfl.options import build_options, require
 from clusterfl.registry import Registry
 
@@ -40,17 +42,53 @@ class LinregOptions:
     """Linear regression without intercept takes no options."""
 
 
-def _linreg(in_features: int, outputs: int, opts: LinregOptions) -> nn.Module:
-    return nn.Sequential(nn.Flatten(), nn.Linear(in_features, outputs, bias=False))
+@dataclass(frozen=True)
+class CnnOptions:
+    """Two conv layers (ReLU, 2x2 max-pool after each), then two fully connected layers.
+
+    Defaults are FedSoft's letters CNN (k5, pad 2, 32/64 channels, fc 512); P1's CIFAR-10 CNN
+    ("2 conv + 2 fc") gives no sizes, so it uses the same."""
+
+    channels: tuple[int, ...] = (32, 64)
+    kernel_size: int = 5
+    padding: int = 2
+    hidden: int = 512
+
+    def validate(self, key: str) -> None:
+        require(len(self.channels) == 2 and min(self.channels) > 0, f"{key}.channels",
+                "must be two positive channel counts")
+        require(self.kernel_size > 0 and self.padding >= 0, f"{key}.kernel_size",
+                "kernel_size must be > 0 and padding >= 0")
+        require(self.hidden > 0, f"{key}.hidden", "must be > 0")
 
 
-def _mlr(in_features: int, num_classes: int, opts: MlrOptions) -> nn.Module:
-    return nn.Sequential(nn.Flatten(), nn.Linear(in_features, num_classes))
+def _linreg(shape: tuple[int, ...], outputs: int, opts: LinregOptions) -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(shape), outputs, bias=False))
 
 
-def _dnn(in_features: int, num_classes: int, opts: DnnOptions) -> nn.Module:
+def _mlr(shape: tuple[int, ...], num_classes: int, opts: MlrOptions) -> nn.Module:
+    return nn.Sequential(nn.Flatten(), nn.Linear(math.prod(shape), num_classes))
+
+
+def _dnn(shape: tuple[int, ...], num_classes: int, opts: DnnOptions) -> nn.Module:
     return nn.Sequential(
-        nn.Flatten(), nn.Linear(in_features, opts.hidden), nn.ReLU(),
+        nn.Flatten(), nn.Linear(math.prod(shape), opts.hidden), nn.ReLU(),
+        nn.Linear(opts.hidden, num_classes),
+    )
+
+
+def _cnn(shape: tuple[int, ...], num_classes: int, opts: CnnOptions) -> nn.Module:
+    if len(shape) != 3:
+        raise UserError(f"model cnn: needs images (channels, height, width), got shape {shape}")
+    c1, c2 = opts.channels
+    k, pad = opts.kernel_size, opts.padding
+    height, width = shape[1:]
+    for _ in range(2):  # conv (stride 1) then 2x2 max-pool
+        height, width = (height + 2 * pad - k + 1) // 2, (width + 2 * pad - k + 1) // 2
+    return nn.Sequential(
+        nn.Conv2d(shape[0], c1, k, padding=pad), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(c1, c2, k, padding=pad), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(c2 * height * width, opts.hidden), nn.ReLU(),
         nn.Linear(opts.hidden, num_classes),
     )
 
@@ -66,6 +104,8 @@ MODELS: Registry[ModelSpec] = Registry("model")
 MODELS.add("mlr")(ModelSpec("multinomial logistic regression", MlrOptions, _mlr))
 MODELS.add("dnn")(ModelSpec("MLP with one hidden ReLU layer", DnnOptions, _dnn))
 MODELS.add("linreg")(ModelSpec("linear regression, no intercept", LinregOptions, _linreg))
+MODELS.add("cnn")(ModelSpec("2 conv (ReLU, max-pool) + 2 fully connected layers", CnnOptions,
+                            _cnn))
 
 
 def build_model(
@@ -75,7 +115,7 @@ def build_model(
     spec = MODELS.get(name, key)
     opts = build_options(spec.options, options, f"{key}_options")
     outputs = num_classes if num_classes > 0 else 1  # regression: one output
-    return spec.build(math.prod(feature_shape), outputs, opts)
+    return spec.build(tuple(feature_shape), outputs, opts)
 
 
 def init_params(model: nn.Module, generator: torch.Generator) -> Params:
