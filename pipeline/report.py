@@ -45,7 +45,8 @@ def run(params_path: Path, console: Console, references_path: Path = REFERENCES)
         atomic_write_text(out / "results.md", title + rep.markdown_table(table, references))
         atomic_write_text(out / "results.csv", table.to_csv(index=False))
         accuracy = table[table["metric"] == rep.PRIMARY]
-        atomic_write_text(out / "paper_layout.md", title + rep.paper_layout(accuracy))
+        if len(accuracy):
+            atomic_write_text(out / "paper_layout.md", title + rep.paper_layout(accuracy))
         atomic_write_text(out / "seeds.csv", seeds.to_csv(index=False))
         if p2.experiments:
             atomic_write_text(out / "p2_tables.md", p2.markdown(references))

@@ -28,7 +28,8 @@ def importance_figure(title: str, cells: Mapping[str, Sequence[SeedResult]],
     for ax, (alg, seed) in zip(axes[0], have.items(), strict=True):
         estimate = aligned_importance(seed.importance, seed.match)[:, 0]
         ax.scatter(clients, estimate, s=10, label="estimated")
-        ax.plot(clients, true_mixture[:, 0], color="black", lw=1, label="true mixture")
+        ax.plot(clients, true_mixture[:, 0], color="black", lw=1, drawstyle="steps-mid",
+                label="true mixture")
         ax.set_title(f"{alg} (seed {seed.seed})", fontsize=10)
         ax.set_xlabel("client")
         ax.set_ylabel(f"weight on the center of {first}")
