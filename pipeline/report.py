@@ -11,6 +11,7 @@ from clusterfl import report as rep
 from clusterfl.config import load_params
 from clusterfl.errors import UserError
 from clusterfl.io import atomic_write_json, atomic_write_text
+from pipeline import report_p2
 from pipeline.common import REPORTS, RESULTS, cell_dir, is_skipped, output_dir
 
 REFERENCES = Path("pipeline/references.yaml")
@@ -21,7 +22,7 @@ def run(params_path: Path, console: Console, references_path: Path = REFERENCES)
     references = yaml.safe_load(references_path.read_text()) or {}
     rows, curves, clusters = [], {}, {}
     for exp, alg in params.cells():
-        if not params.experiment_in_suite(exp):
+        if not params.cell_in_suite(exp, alg):
             continue
         cell = cell_dir(exp, alg)
         if not cell.exists() or is_skipped(cell):
@@ -35,20 +36,34 @@ def run(params_path: Path, console: Console, references_path: Path = REFERENCES)
         raise UserError(f"suite {params.suite!r}: no trained cells in grid")
     seeds = pd.DataFrame(rows)
     table = rep.summary_table(seeds, references)
-    title = (f"# Results, suite `{params.suite}`\n\nTest accuracy (%) of the model each client "
-             "uses, weighted by test samples; mean ± std over seeds.\n\n")
+    title = (f"# Results, suite `{params.suite}`\n\nThe model each client uses, on its "
+             "clients' test splits, weighted by test samples: test accuracy (%) for "
+             "classification cells, test MSE for regression cells (P2); mean ± std over "
+             "seeds.\n\n")
+    p2 = report_p2.P2Report(params, curves)
     with output_dir(REPORTS / "tables") as out:
         atomic_write_text(out / "results.md", title + rep.markdown_table(table, references))
         atomic_write_text(out / "results.csv", table.to_csv(index=False))
-        atomic_write_text(out / "paper_layout.md", title + rep.paper_layout(table))
+        accuracy = table[table["metric"] == rep.PRIMARY]
+        if len(accuracy):
+            atomic_write_text(out / "paper_layout.md", title + rep.paper_layout(accuracy))
         atomic_write_text(out / "seeds.csv", seeds.to_csv(index=False))
-    with output_dir(REPORTS / "curves") as out:
-        for (exp, alg), curve in curves.items():
-            atomic_write_text(out / f"{exp}__{alg}.csv", curve.to_csv(index=False))
+        if p2.experiments:
+            atomic_write_text(out / "p2_tables.md", p2.markdown(references))
+    for folder, metric in (("curves", rep.PRIMARY), ("curves_regression", rep.PRIMARY_REGRESSION)):
+        with output_dir(REPORTS / folder) as out:
+            for (exp, alg), curve in curves.items():
+                if rep.curve_metric(curve) == metric:
+                    atomic_write_text(out / f"{exp}__{alg}.csv", curve.to_csv(index=False))
     with output_dir(REPORTS / "figures") as out:
         rep.convergence_figure(curves, out / "convergence.png")
         _experiment_figures(params, curves, clusters, out)
-    atomic_write_json(REPORTS / "metrics.json", rep.metrics_json(table))
+        p2.figures(out)
+    metrics = rep.metrics_json(table)
+    for exp, algs in p2.metrics().items():
+        for alg, values in algs.items():
+            metrics[exp][alg].update(values)
+    atomic_write_json(REPORTS / "metrics.json", metrics)
     console.print(rep.markdown_table(table, references))
     console.print(f"wrote {REPORTS}/tables/results.md, {REPORTS}/figures/convergence.png")
 

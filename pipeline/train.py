@@ -22,7 +22,7 @@ from clusterfl.config import AlgorithmConfig, Experiment, load_params
 from clusterfl.data import load_dataset
 from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.errors import UserError
-from clusterfl.history import RunHistory
+from clusterfl.history import RunHistory, primary_metric
 from clusterfl.io import atomic_write_json
 from clusterfl.partition import load_partition
 from clusterfl.runner import run_seed
@@ -44,8 +44,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     alg = params.algorithm(algorithm, experiment=experiment)
     seeds = seeds or params.seeds
     with output_dir(cell_dir(experiment, algorithm)) as out:
-        if not params.experiment_in_suite(experiment):
-            write_skipped(out, f"experiment {experiment!r} is not in suite {params.suite!r}")
+        if not params.cell_in_suite(experiment, algorithm):
+            write_skipped(out, f"cell {experiment}/{algorithm} is not in suite {params.suite!r}")
             console.print(f"[dim]{experiment}/{algorithm}: not in suite, skipped[/dim]")
             return
         dataset_name = params.partition(exp.partition)["dataset"]
@@ -74,8 +74,15 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         atomic_write_json(out / "summary.json", {"seeds": seeds, **mean, **std})
         if tracker is not None:
             tracker.finish({**mean, **std})
-    console.print(f"{experiment}/{algorithm}: test_acc last {100 * mean['last_test_acc']:.2f}% "
-                  f"best {100 * mean['best_test_acc']:.2f}% over seeds {seeds}")
+    metric = primary_metric({k.removeprefix("last_"): v for k, v in mean.items()})
+    if metric is not None:
+        last, best = (_fmt(metric, mean[f"{k}_{metric}"]) for k in ("last", "best"))
+        console.print(f"{experiment}/{algorithm}: {metric} last {last} best {best} "
+                      f"over seeds {seeds}")
+
+
+def _fmt(metric: str, value: float) -> str:
+    return f"{100 * value:.2f}%" if metric.endswith("_acc") else f"{value:.4g}"
 
 
 _dataset = functools.lru_cache(maxsize=1)(load_dataset)  # seeds of a cell share it
@@ -123,8 +130,9 @@ def _histories(jobs: list[SeedJob], workers: int, tracker, console: Console
             if tracker is not None:
                 replay(history, tracker.seed_callback(job.seed))
             last = history.records[-1]
+            metric = primary_metric(last) or "round"
             console.print(f"{job.experiment.name}/{job.algorithm.name} seed {job.seed}: "
-                          f"test_acc {100 * last['test_acc']:.2f}% after {last['round']} rounds")
+                          f"{metric} {_fmt(metric, last[metric])} after {last['round']} rounds")
             yield history
 
 

@@ -52,6 +52,10 @@ def test_real_params_file_is_valid():
     (lambda r: r["algorithms"]["fedavg"].update(momentum=0.9),
      r"algorithms\.fedavg\.momentum: unknown key; allowed: server_lr"),
     (lambda r: r.pop("grid"), r"missing top-level key 'grid'"),
+    (lambda r: r["partitions"]["p2_1090"].update(pattern="10:80"),
+     r"partitions\.p2_1090\.pattern: '10:80' is not allowed; allowed: 10:90, 30:70, linear"),
+    (lambda r: r["suites"]["default"]["skip"].update(p2_synth_1090=["ifca"]),
+     r"suites\.default\.skip\.p2_synth_1090: unknown value 'ifca'; allowed: "),
 ])
 def test_bad_params_name_the_key(edit, pattern):
     with pytest.raises(UserError, match=pattern) as info:

@@ -30,6 +30,15 @@ def _shrink(params: dict) -> dict:
         "experiments": ["p1_synthetic_mlr", "p1_mnist_subset_mlr", "p1_mnist_subset_dnn"],
         "algorithms": ["fedavg", "pfedkm_k2"],
     }
+    # P2: 6 clients of 10-20 samples; p2_synth_1090 runs fedsoft and fedem (the default suite
+    # skips its ifca_p2 cell), p2_synth_3070 is a paper-suite cell (skipped here)
+    params["datasets"]["p2_synthetic"].update(samples_per_distribution=600,
+                                              test_per_distribution=100)
+    for entry in params["partitions"].values():
+        if entry["dataset"] == "p2_synthetic":
+            entry.update(num_clients=6, size_range=[10, 20], holdout_size=100)
+    params["grid"]["p2"] = {"experiments": ["p2_synth_1090", "p2_synth_3070"],
+                            "algorithms": ["fedsoft", "fedem", "ifca_p2"]}
     return params
 
 
@@ -58,11 +67,19 @@ def test_repro_writes_table_figure_metrics_and_mlflow_runs(workspace):
         for alg in ("fedavg", "pfedkm_k2"):
             assert re.search(rf"\| {exp} \| {alg} \| .* \| 2 \|", table), (exp, alg)
     assert "p1_mnist_subset_mlr" not in table  # a paper-suite cell, skipped by default
+    for alg in ("fedsoft", "fedem"):
+        assert re.search(rf"\| p2_synth_1090 \| {alg} \| test MSE \| .* \| 2 \|", table), alg
+    assert "ifca_p2" not in table and "p2_synth_3070" not in table  # suite skip, paper suite
+    p2 = (ws / "reports/tables/p2_tables.md").read_text()
+    assert "| theta0 |" in p2 and "Hungarian matching): seed 0: theta0 → c" in p2
     assert (ws / "reports/figures/convergence.png").read_bytes()[:4] == b"\x89PNG"
     metrics = _sh([str(BIN / "dvc"), "metrics", "show"], ws, env)
     assert "p1_synthetic_mlr.pfedkm_k2.last_acc" in metrics
+    assert "p2_synth_1090.fedsoft.last_mse" in metrics
+    assert "p2_synth_1090.fedem.mixture_mae" in metrics
     for figure in ("p1_synthetic_mlr_curves", "p1_synthetic_mlr_clustering",
-                   "p1_synthetic_mlr_assignments"):
+                   "p1_synthetic_mlr_assignments", "p2_synth_1090_curves",
+                   "p2_synth_1090_importance", "p2_synth_1090_mixture_mae"):
         assert (ws / f"reports/figures/{figure}.png").exists(), figure
     from mlflow.tracking import MlflowClient
 
@@ -71,8 +88,9 @@ def test_repro_writes_table_figure_metrics_and_mlflow_runs(workspace):
     runs = client.search_runs([exp.experiment_id], max_results=200)
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
-    assert len(parents) == 4 and len(children) == 8
-    curve = client.get_metric_history(children[0].info.run_id, "test_acc")
+    assert len(parents) == 6 and len(children) == 12  # P1: 4 cells, P2: 2 cells; 2 seeds
+    p1_child = next(r for r in children if r.data.tags["experiment"].startswith("p1_"))
+    curve = client.get_metric_history(p1_child.info.run_id, "test_acc")
     assert [m.step for m in curve] == [1, 2, 3]
     assert parents[0].data.tags["stage"] == "train" and len(parents[0].data.tags["git_commit"])
 

@@ -33,10 +33,10 @@ def test_mean_curve_averages_seeds_and_keeps_clustering_metrics(tmp_path):
 
 def test_paper_layout_puts_ours_beside_the_papers_number():
     seeds = pd.DataFrame([
-        {"experiment": "e1", "algorithm": "pfedme", "seed": s, "last_acc": a, "best_acc": a,
-         "best_round": 3, "last_loss": 0.1} for s, a in [(0, 80.0), (1, 90.0)]
-    ] + [{"experiment": "e2", "algorithm": "ifca_k2", "seed": 0, "last_acc": 70.0,
-          "best_acc": 71.0, "best_round": 2, "last_loss": 0.2}])
+        {"experiment": "e1", "algorithm": "pfedme", "seed": s, "metric": "test_acc", "last": a,
+         "best": a, "best_round": 3, "last_loss": 0.1} for s, a in [(0, 80.0), (1, 90.0)]
+    ] + [{"experiment": "e2", "algorithm": "ifca_k2", "seed": 0, "metric": "test_acc",
+          "last": 70.0, "best": 71.0, "best_round": 2, "last_loss": 0.2}])
     table = rep.summary_table(seeds, {"e1": {"values": {"pfedme": 79.21}}})
     assert table.loc[0, "diff_vs_paper"] == pytest.approx(85.0 - 79.21)
     lines = rep.paper_layout(table).splitlines()

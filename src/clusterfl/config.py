@@ -7,7 +7,9 @@ block, so the default suite is the paper's grid shrunk to run offline in minutes
 has one group per paper (`grid.<group>.experiments` x `grid.<group>.algorithms`), each a
 `train_<group>` matrix stage in dvc.yaml. An experiment's `algorithm_options` set a
 hyperparameter for every algorithm of its cells that has it (e.g. pFedMe's and pFedKM's
-`personal_lr`, which the papers tune per dataset).
+`personal_lr`, which the papers tune per dataset). A suite's optional `skip` maps an
+experiment to algorithms whose cells it leaves out (they write `skipped.json` like cells of
+experiments outside the suite), e.g. a costly baseline in the small default suite.
 """
 
 import dataclasses
@@ -125,6 +127,9 @@ class Params:
             for exp in experiments:
                 for alg in algorithms:
                     self.algorithm(alg, experiment=exp)
+        for exp, algs in _mapping(suite.get("skip") or {}, f"{key}.skip").items():
+            _names([exp], f"{key}.skip", self.experiments)
+            _names(algs, f"{key}.skip.{exp}", self.algorithms)
 
     def cells(self) -> list[tuple[str, str]]:
         """Every (experiment, algorithm) cell of every grid group, in params order."""
@@ -144,6 +149,11 @@ class Params:
 
     def experiment_in_suite(self, name: str) -> bool:
         return name in self.suites[self.suite]["experiments"]
+
+    def cell_in_suite(self, experiment: str, algorithm: str) -> bool:
+        """The experiment is in the active suite and the suite does not `skip` this cell."""
+        skip = self.suites[self.suite].get("skip") or {}
+        return self.experiment_in_suite(experiment) and algorithm not in skip.get(experiment, [])
 
     # -- entries ------------------------------------------------------------------------------
     def dataset(self, name: str) -> tuple[str, dict[str, Any]]:

@@ -1,6 +1,7 @@
 """Per-experiment figures for clustered algorithms, shaped like P1's Figs. 1-5.
 
-- `curves_figure`: test accuracy and training loss over rounds per algorithm (Figs. 1-2).
+- `curves_figure`: test accuracy and training loss over rounds per algorithm (Figs. 1-2);
+  test and training MSE for regression experiments (P2).
 - `clustering_figure`: cluster recovery (ARI vs the partition's ground truth), mean distance
   between the generalized models and from local models to their cluster's model (Fig. 4),
   k-means time and iterations per server round (Fig. 5); only algorithms that record them.
@@ -42,11 +43,13 @@ def _save(fig, path: Path) -> None:
 def curves_figure(title: str, curves: Mapping[str, pd.DataFrame], path: Path) -> None:
     plt = _pyplot()
     fig, (acc, loss) = plt.subplots(1, 2, figsize=(11, 3.8))
+    regression = any("test_acc" not in c for c in curves.values())  # P2: MSE curves
+    test, train = ("test_mse", "train_mse") if regression else ("test_acc", "train_loss")
     for alg, curve in curves.items():
-        acc.plot(curve["round"], curve["test_acc"], label=alg)
-        loss.plot(curve["round"], curve["train_loss"], label=alg)
-    acc.set_ylabel("test accuracy (%)")
-    loss.set_ylabel("training loss")
+        acc.plot(curve["round"], curve[test], label=alg)
+        loss.plot(curve["round"], curve[train], label=alg)
+    acc.set_ylabel("test MSE" if regression else "test accuracy (%)")
+    loss.set_ylabel("training MSE" if regression else "training loss")
     loss.set_yscale("log")
     for ax in (acc, loss):
         ax.set_xlabel("round")
