@@ -159,3 +159,18 @@ def test_both_recover_clusters_that_differ_in_their_label_function():
         history = ALGORITHMS.get(method)(hyper, ctx).run()
         assert [r["ari"] for r in history.records] == [1.0] * 4, method
         assert len(history.arrays["cluster"]) == 4
+
+
+def test_ifca_follows_fedsoft_protocol_on_mixture_partitions():
+    """With held-out sets per distribution, IFCA reports the P2 metrics: one-hot importance
+    weights on its clusters, a [distribution x center] holdout matrix and the mixture MAE."""
+    from tests.algorithms.soft_problem import build, mixture_context
+
+    ctx = mixture_context(Schedule(lr=0.3, rounds=3, epochs=1, batch_size=10, optimizer="adam"))
+    history = build("ifca", ctx, num_clusters=2).run()
+    last = history.records[-1]
+    u = np.array(history.arrays["importance"][-1])
+    assert u.shape == (len(ctx.true_mixture), 2) and set(u.sum(1)) == {1.0}
+    assert u.argmax(1).tolist() == history.arrays["cluster"][-1]
+    assert np.array(history.arrays["holdout_mse"][-1]).shape == (2, 2)
+    assert {"mixture_mae", "holdout_best_mse", "local_train_mse", "test_mse"} <= last.keys()

@@ -22,6 +22,9 @@ Readings:
   re-estimated after each server step with the new models (the label-free reading; the
   official code's test-label-based assignment is not offered). The same estimate starts the
   next round, since neither the models nor the data change in between.
+- Partitions with held-out sets per distribution (P2's mixtures) are evaluated with FedSoft's
+  protocol (`soft_eval.py`): IFCA's importance weights are one-hot on the assigned cluster,
+  so a client's local model is its cluster's model, as the protocol asks.
 """
 
 from dataclasses import dataclass
@@ -36,6 +39,7 @@ from clusterfl.clustering import cluster_average, lowest_loss_cluster
 from clusterfl.engine.base import Params
 from clusterfl.options import require
 from clusterfl.recovery import adjusted_rand
+from clusterfl.soft_eval import SoftEvaluation
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,8 @@ class Ifca(FederatedAlgorithm):
         draws = [self.initial_model() for _ in range(self.hyper.num_clusters)]
         self.centers = {k: torch.stack([d[k] for d in draws]) for k in draws[0]}
         self.assignment = self.estimate_clusters()
+        self.report = (SoftEvaluation(self.engine, self.ctx.holdout, self.ctx.true_mixture)
+                       if self.ctx.holdout is not None else None)
 
     def estimate_clusters(self) -> torch.Tensor:
         """Every client's cluster identity under the current models (training loss)."""
@@ -75,10 +81,24 @@ class Ifca(FederatedAlgorithm):
     def client_models(self) -> Params:
         return gather(self.centers, self.assignment)
 
-    def round_arrays(self) -> dict[str, list[int]]:
-        return {"cluster": self.assignment.tolist()}
+    def importance(self) -> torch.Tensor:
+        """One-hot weights on each client's cluster (for FedSoft's evaluation protocol)."""
+        return torch.nn.functional.one_hot(self.assignment, self.hyper.num_clusters).double()
+
+    def evaluate(self) -> dict[str, float]:
+        if self.report is None:
+            return super().evaluate()
+        return self.report.evaluate(self.client_models(), self.centers)
+
+    def round_arrays(self) -> dict[str, list]:
+        arrays: dict[str, list] = {"cluster": self.assignment.tolist()}
+        if self.report is not None:
+            arrays |= self.report.arrays(self.importance())
+        return arrays
 
     def round_metrics(self) -> dict[str, float]:
-        if self.ctx.true_cluster is None:
-            return {}
-        return {"ari": adjusted_rand(np.asarray(self.ctx.true_cluster), self.assignment.numpy())}
+        out = {} if self.report is None else self.report.metrics(self.importance())
+        if self.ctx.true_cluster is not None:
+            out["ari"] = adjusted_rand(np.asarray(self.ctx.true_cluster),
+                                       self.assignment.numpy())
+        return out
