@@ -130,3 +130,19 @@ class SoftEvaluation:
 
     def arrays(self, importance: torch.Tensor) -> dict[str, list[Any]]:
         return {"importance": importance.cpu().tolist(), **self._arrays}
+
+
+class SoftProtocol:
+    """Mixin for algorithms with `centers()`, `importance()`, `client_models()` and a
+    `SoftEvaluation` in `self.report`: the round loop's evaluation hooks, wired to it."""
+
+    report: SoftEvaluation
+
+    def evaluate(self) -> dict[str, float]:
+        return self.report.evaluate(self.client_models(), self.centers())  # type: ignore[attr-defined]
+
+    def round_metrics(self) -> dict[str, float]:
+        return self.report.metrics(self.importance())  # type: ignore[attr-defined]
+
+    def round_arrays(self) -> dict[str, list[Any]]:
+        return self.report.arrays(self.importance())  # type: ignore[attr-defined]

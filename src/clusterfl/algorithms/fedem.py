@@ -40,7 +40,7 @@ from clusterfl.aggregation import weighted_average
 from clusterfl.algorithms.base import FederatedAlgorithm
 from clusterfl.engine.base import Params
 from clusterfl.options import require
-from clusterfl.soft_eval import SoftEvaluation, largest_weight_centers
+from clusterfl.soft_eval import SoftEvaluation, SoftProtocol, largest_weight_centers
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def component_average(
     return {k: torch.stack([o[k] for o in out]) for k in old}
 
 
-class FedEM(FederatedAlgorithm):
+class FedEM(SoftProtocol, FederatedAlgorithm):
     Hyper = FedEMHyper
 
     def setup(self) -> None:
@@ -112,12 +112,3 @@ class FedEM(FederatedAlgorithm):
 
     def client_models(self) -> Params:
         return largest_weight_centers(self.components, self.pi)
-
-    def evaluate(self) -> dict[str, float]:
-        return self.report.evaluate(self.client_models(), self.centers())
-
-    def round_metrics(self) -> dict[str, float]:
-        return self.report.metrics(self.importance())
-
-    def round_arrays(self) -> dict[str, list]:
-        return self.report.arrays(self.importance())

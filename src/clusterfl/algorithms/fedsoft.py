@@ -53,7 +53,7 @@ from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
 from clusterfl.algorithms.base import FederatedAlgorithm
 from clusterfl.engine.base import Params, Prox
 from clusterfl.options import require
-from clusterfl.soft_eval import SoftEvaluation
+from clusterfl.soft_eval import SoftEvaluation, SoftProtocol
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def fedsoft_prox(centers: Params, u: torch.Tensor, lam: float) -> Prox:
     return Prox(mu=lam, center=center, weight=weight)
 
 
-class FedSoft(FederatedAlgorithm):
+class FedSoft(SoftProtocol, FederatedAlgorithm):
     Hyper = FedSoftHyper
 
     def setup(self) -> None:
@@ -161,12 +161,3 @@ class FedSoft(FederatedAlgorithm):
 
     def client_models(self) -> Params:
         return self.local
-
-    def evaluate(self) -> dict[str, float]:
-        return self.report.evaluate(self.client_models(), self.centers())
-
-    def round_metrics(self) -> dict[str, float]:
-        return self.report.metrics(self.importance())
-
-    def round_arrays(self) -> dict[str, list]:
-        return self.report.arrays(self.importance())
