@@ -33,11 +33,14 @@ def _pyplot():
     return plt
 
 
-def _save(fig, path: Path) -> None:
+def save_figure(fig, path: Path, title: str | None = None) -> None:
+    """Title (if any), lay out, write `path` and release the figure."""
+    if title is not None:
+        fig.suptitle(title)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
-    fig.clf()
+    _pyplot().close(fig)
 
 
 def curves_figure(title: str, curves: Mapping[str, pd.DataFrame], path: Path) -> None:
@@ -55,9 +58,7 @@ def curves_figure(title: str, curves: Mapping[str, pd.DataFrame], path: Path) ->
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(title)
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path, title)
 
 
 def clustering_figure(title: str, curves: Mapping[str, pd.DataFrame], path: Path) -> bool:
@@ -75,9 +76,7 @@ def clustering_figure(title: str, curves: Mapping[str, pd.DataFrame], path: Path
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title)
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path, title)
     return True
 
 
@@ -98,7 +97,5 @@ def assignment_figure(title: str, assignments: Mapping[str, np.ndarray], path: P
         ax.set_xlabel("round")
         ax.set_ylabel("client")
         fig.colorbar(image, ax=ax, ticks=range(max(k, 2)), label="cluster")
-    fig.suptitle(title)
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path, title)
     return True

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.figures import _pyplot, _save
+from clusterfl.figures import _pyplot, save_figure
 from clusterfl.report_p2 import SeedResult, aligned_importance
 
 
@@ -36,9 +36,7 @@ def importance_figure(title: str, cells: Mapping[str, Sequence[SeedResult]],
         ax.set_ylim(-0.05, 1.05)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(title)
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path, title)
     return True
 
 
@@ -57,6 +55,5 @@ def mixture_error_figure(title: str, cells: Mapping[str, Sequence[SeedResult]],
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=10)
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path)
     return True

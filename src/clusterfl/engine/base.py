@@ -61,6 +61,11 @@ class ClientData:
             return self.train_x, self.train_y, self.train_n
         return self.test_x, self.test_y, self.test_n
 
+    def selected_sizes(self, clients: torch.Tensor, split: Split) -> tuple[torch.Tensor, int]:
+        """Sample counts of `clients` in `split`, and the largest (0 for no clients)."""
+        n_sel = self.split(split)[2][clients]
+        return n_sel, int(n_sel.max()) if len(n_sel) else 0
+
 
 def _pad(
     parts: list[tuple[np.ndarray, np.ndarray]], device: torch.device | str

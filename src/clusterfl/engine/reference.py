@@ -101,8 +101,7 @@ class ReferenceEngine:
         self, models: Params, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, n = self.data.split(split)
-        n_sel = n[clients]
-        n_max = int(n_sel.max()) if len(n_sel) else 0
+        n_sel, n_max = self.data.selected_sizes(clients, split)
         n_models = next(iter(models.values())).shape[0]
         out = torch.zeros(n_models, len(clients), n_max, dtype=x.dtype)
         for m in range(n_models):

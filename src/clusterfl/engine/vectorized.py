@@ -142,9 +142,8 @@ class VectorizedEngine:
     def evaluate(
         self, params: Params, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y, n = self.data.split(split)
-        n_sel = n[clients]
-        n_max = int(n_sel.max()) if len(n_sel) else 0
+        x, y, _ = self.data.split(split)
+        n_sel, n_max = self.data.selected_sizes(clients, split)
         x, y = _client_rows(x[:, :n_max], clients), _client_rows(y[:, :n_max], clients)
         loss_sum = torch.zeros(len(clients), dtype=x.dtype, device=x.device)
         correct = torch.zeros_like(loss_sum)
@@ -162,9 +161,8 @@ class VectorizedEngine:
     def sample_losses(
         self, models: Params, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y, n = self.data.split(split)
-        n_sel = n[clients]
-        n_max = int(n_sel.max()) if len(n_sel) else 0
+        x, y, _ = self.data.split(split)
+        n_sel, n_max = self.data.selected_sizes(clients, split)
         mask = torch.arange(n_max, device=x.device).view(1, -1) < n_sel.view(-1, 1)
         x, y = _client_rows(x[:, :n_max], clients), _client_rows(y[:, :n_max], clients)
         n_models, c = next(iter(models.values())).shape[0], len(clients)
