@@ -225,3 +225,28 @@ def test_feature_noise_grows_with_client_index():
         again, _ = client_data(ds, p, k)
         np.testing.assert_array_equal(x, again)
     np.testing.assert_allclose(stds, [0.0, 0.2, 0.4, 0.6], atol=0.03)
+
+
+def test_fedsoft_label_groups_make_distributions_from_classes():
+    ds = images(n_per_class=400)  # 10 classes, 6x6 images, every 5th sample official test
+    opts = {"pattern": "10:90", "num_clients": 10, "size_range": [40, 60], "holdout_size": 50,
+            "label_groups": [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]}
+    p = build_partition(ds, "fedsoft_mixture", opts, 0, "p")
+    assert p.distributions == ("classes_0-4", "classes_5-9")
+    for k in range(10):
+        share_a = np.mean(ds.y[p.train[k]] < 5)
+        minor = 0.1 if k < 5 else 0.9
+        assert abs(share_a - minor) <= 0.5 / len(p.train[k]) + 1e-12
+    assert (ds.y[p.holdout[0]] < 5).all() and (ds.y[p.holdout[1]] >= 5).all()
+    four = build_partition(ds, "fedsoft_mixture", {**opts, "pattern": "random",
+                           "distributions": "domain_x_rotation",
+                           "label_groups": [[0, 2], [7]]}, 0, "p")
+    assert four.distributions == ("classes_0,2_rot0", "classes_0,2_rot90", "classes_7_rot0",
+                                  "classes_7_rot90")
+    used = np.concatenate([decode(t, len(ds.y))[1] for t in four.train])
+    assert set(ds.y[used]) <= {0, 2, 7}  # classes in no group are not used
+    for bad, match in (([[0, 1], [1, 2]], "disjoint"), ([[0], []], "non-empty")):
+        with pytest.raises(UserError, match=match):
+            build_partition(ds, "fedsoft_mixture", {**opts, "label_groups": bad}, 0, "p")
+    with pytest.raises(UserError, match="label_groups: needs distributions"):
+        build_partition(ds, "fedsoft_mixture", {**opts, "distributions": "rotation"}, 0, "p")

@@ -19,7 +19,7 @@ from clusterfl.callbacks import Callback, CallbackList
 from clusterfl.engine import Adam, LocalEngine, Prox, Sgd, make_plan
 from clusterfl.engine.base import Params
 from clusterfl.history import RunHistory
-from clusterfl.models import init_params
+from clusterfl.models import InitScheme, init_params
 from clusterfl.options import require
 
 
@@ -35,6 +35,7 @@ class Schedule:
     optimizer: Literal["sgd", "adam"] = "sgd"
     weight_decay: float = 0.0
     clients_per_round: int | None = None  # None: every client trains every round
+    init: InitScheme = "pytorch"  # model initialisation (models.init_params)
 
     def validate(self, key: str) -> None:
         require(self.rounds >= 1, f"{key}.rounds", f"must be >= 1, got {self.rounds}")
@@ -114,7 +115,7 @@ class FederatedAlgorithm(ABC):
 
     # -- shared machinery ----------------------------------------------------------------------
     def initial_model(self) -> Params:
-        return init_params(self.ctx.model, self.generator)
+        return init_params(self.ctx.model, self.generator, self.schedule.init)
 
     def local_plan(self, clients: torch.Tensor, local_steps: int | None = None,
                    batch_size: int | None = None) -> Any:

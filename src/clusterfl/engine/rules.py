@@ -135,6 +135,9 @@ class Adam:
         g = oracle.grads(params)
         add_penalty_grads_(g, params, self.weight_decay, prox)
         t = state["t"].add_(1)
+        if len(t) and bool((t == t[0]).all()):
+            self._fused_step_(params, state, g, t[0])
+            return
         bias1, bias2 = 1 - b1**t, (1 - b2**t).sqrt()
         for k, w in params.items():
             m = state[f"m.{k}"].mul_(b1).add_(g[k], alpha=1 - b1)
@@ -142,6 +145,19 @@ class Adam:
             # torch.optim.Adam: w -= lr / bias1 * m / (sqrt(v) / sqrt(bias2) + eps)
             denom = (v.sqrt() / bcast(bias2, v)).add_(self.eps)
             w.addcdiv_(m * bcast(-self.lr / bias1, m), denom)
+
+    def _fused_step_(self, params: Params, state: Params, g: Params, t: torch.Tensor) -> None:
+        """Every client at the same step t (the engines' usual case: moments start afresh
+        each round and the clients active at a step have all taken the same steps): PyTorch's
+        fused Adam kernel, the same update as above in one pass over memory (3x faster on
+        the DNN, whose Adam update outweighed its gradients; docs/engine.md)."""
+        keys = list(params)
+        b1, b2 = self.betas
+        torch._fused_adam_(
+            [params[k] for k in keys], [g[k] for k in keys], [state[f"m.{k}"] for k in keys],
+            [state[f"v.{k}"] for k in keys], [], [t] * len(keys), lr=self.lr, beta1=b1,
+            beta2=b2, weight_decay=0.0, eps=self.eps, amsgrad=False, maximize=False,
+        )
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,9 @@ Distributions (`distributions` option):
 - `rotation`: the whole dataset seen through each of `rotations` (degrees, counterclockwise);
 - `domain_x_rotation`: every (domain, rotation) pair (FedSoft's 4 letter distributions).
 Rotated distributions of one domain draw from one pool, so no base sample is used twice.
+`label_groups` (e.g. [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]) replaces the dataset's domains by
+groups of classes, named `classes_0-4`, ...: the offline stand-in for the letters' two cases
+on a dataset without domains (Fashion-MNIST); samples of classes in no group are not used.
 
 Patterns (client k of N, mixture over S distributions):
 - `10:90` / `30:70` (S = 2): the first half of the clients (0.1, 0.9), the second (0.9, 0.1);
@@ -43,6 +46,7 @@ class MixtureOptions:
     size_range: tuple[int, ...] = (100, 200)
     holdout_size: int = 1000
     test_fraction: float = 0.0
+    label_groups: tuple[tuple[int, ...], ...] = ()
 
     def validate(self, key: str) -> None:
         require(self.num_clients > 1, f"{key}.num_clients", "must be > 1")
@@ -52,6 +56,27 @@ class MixtureOptions:
         require(self.holdout_size >= 0, f"{key}.holdout_size", "must be >= 0")
         require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
         require(len(self.rotations) > 0, f"{key}.rotations", "must not be empty")
+        classes = [c for group in self.label_groups for c in group]
+        require(all(self.label_groups) and len(classes) == len(set(classes)),
+                f"{key}.label_groups", "must be non-empty, disjoint lists of class labels")
+        require(not (self.label_groups and self.distributions == "rotation"),
+                f"{key}.label_groups", "needs distributions 'domain' or 'domain_x_rotation'")
+
+
+def _group_name(group: tuple[int, ...]) -> str:
+    run = tuple(range(group[0], group[0] + len(group)))
+    if group == run and len(group) > 1:
+        return f"classes_{group[0]}-{group[-1]}"
+    return "classes_" + ",".join(map(str, group))
+
+
+def label_group_domain(labels: np.ndarray, groups: tuple[tuple[int, ...], ...]
+                       ) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Each sample's group index (-1: its class is in no group), and the groups' names."""
+    domain = np.full(len(labels), -1, dtype=np.int64)
+    for g, group in enumerate(groups):
+        domain[np.isin(labels, group)] = g
+    return domain, tuple(_group_name(group) for group in groups)
 
 
 def mixture_matrix(pattern: str, num_clients: int, s: int, rng: np.random.Generator) -> np.ndarray:
@@ -91,12 +116,17 @@ def fedsoft_mixture(
     dataset: Dataset, opts: MixtureOptions, rng: np.random.Generator, key: str = "scheme"
 ) -> Partition:
     n = len(dataset.y)
-    if opts.distributions != "rotation" and dataset.domain is None:
+    if opts.label_groups:
+        domain, domain_names = label_group_domain(dataset.y, opts.label_groups)
+    elif opts.distributions == "rotation":
+        domain, domain_names = np.zeros(n, np.int64), ("all",)
+    elif dataset.domain is None:
         raise UserError(f"{key}.distributions: {opts.distributions!r} needs a dataset with"
-                        f" domains; {dataset.name!r} has none (use 'rotation')")
-    domain = dataset.domain if opts.distributions != "rotation" else np.zeros(n, np.int64)
-    domain_names = dataset.domain_names if opts.distributions != "rotation" else ("all",)
-    domains = [int(d) for d in np.unique(domain)]
+                        f" domains or label_groups; {dataset.name!r} has no domains (use"
+                        " 'rotation' or set label_groups)")
+    else:
+        domain, domain_names = dataset.domain, dataset.domain_names
+    domains = [int(d) for d in np.unique(domain) if d >= 0]
     rotations = (0.0,) if opts.distributions == "domain" else opts.rotations
     dists = [(d, r) for d in domains for r in range(len(rotations))]
     names = tuple(
