@@ -38,6 +38,11 @@ def test_real_params_file_is_valid():
      r"experiments\.p1_synthetic_mlr\.training\.rounds: must be >= 1, got -5"),
     (lambda r: r["suites"]["default"]["training"].update(rounds=0),
      r"training\.rounds: must be >= 1, got 0"),
+    (lambda r: r["experiments"]["p2_synth_1090"]["training"].update(init="he"),
+     r"experiments\.p2_synth_1090\.training\.init: 'he' is not allowed; allowed: pytorch, "
+     r"xavier_normal"),
+    (lambda r: r["partitions"]["p2_fmnist_rot_1090"].update(label_groups=[[0, 1], [1]]),
+     r"partitions\.p2_fmnist_rot_1090\.label_groups: must be non-empty, disjoint lists"),
     (lambda r: r.update(suite="papers"), r"suite: unknown value 'papers'; allowed: default, paper"),
     (lambda r: r["grid"]["p1"].update(algorithms=["fedavg", "pfedmee"]),
      r"grid\.p1\.algorithms: unknown value 'pfedmee'"),

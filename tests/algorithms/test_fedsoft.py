@@ -169,3 +169,16 @@ def test_the_schedule_may_not_select_clients_for_fedsoft():
     schedule = Schedule(**{**SCHEDULE.__dict__, "clients_per_round": 2})
     with pytest.raises(ValueError, match="selection_size"):
         build("fedsoft", tiny_context(schedule)).run()
+
+
+def test_schedule_init_picks_the_initialisation_of_every_model():
+    def centers(init: str) -> torch.Tensor:
+        ctx = tiny_context(Schedule(lr=0.01, rounds=1, epochs=1, optimizer="adam", init=init))
+        alg = build("fedsoft", ctx, num_clusters=2, selection_size=None)
+        alg.setup()
+        return alg.cluster_models["1.weight"]  # linreg: [S, 1, 3]
+
+    xavier, default = centers("xavier_normal"), centers("pytorch")
+    assert default.abs().max() <= 3**-0.5  # U(-1/sqrt(fan_in), 1/sqrt(fan_in)), fan_in 3
+    # N(0, 2 / (3 + 1)): some of the 6 draws leave the uniform's bound (seeded, so exact)
+    assert xavier.abs().max() > 3**-0.5 and not torch.equal(xavier[0], xavier[1])
