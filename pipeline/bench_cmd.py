@@ -46,6 +46,27 @@ def engine(
             print(json.dumps(result), flush=True)
 
 
+@bench_app.command("adam")
+def adam(
+    clients: Annotated[str, typer.Option(
+        help="Comma-separated numbers of clients, e.g. 20,84.")] = "20,84",
+    models: Annotated[str, typer.Option(help="Comma-separated models: mlr, dnn.")] = "mlr,dnn",
+    repeats: Annotated[int, typer.Option(help="Timed repeats per path (best is kept).")] = 20,
+    device: Annotated[str, typer.Option(help="torch device of the models.")] = "cpu",
+    threads: ThreadsOpt = None,
+    seed: SeedOpt = 0,
+) -> None:
+    """Milliseconds per Adam update of stacked client models: fused kernel vs formula."""
+    from clusterfl.bench import bench_adam
+    from clusterfl.engine import configure_threads
+
+    configure_threads(threads)
+    for n in _int_list(clients):
+        for model in (m.strip() for m in models.split(",") if m.strip()):
+            print(json.dumps(bench_adam(model, clients=n, repeats=repeats, seed=seed,
+                                        device=device)), flush=True)
+
+
 @bench_app.command("round")
 def round_(
     algorithms: Annotated[str, typer.Option(

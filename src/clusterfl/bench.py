@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from clusterfl.engine import (
+    Adam,
     ClientData,
     ReferenceEngine,
     Sgd,
@@ -119,6 +120,27 @@ def bench_engine(
         "engine_gflops": round(engine_gflops, 2), "gemm_gflops": round(gemm, 2),
         "gemm_fraction": round(engine_gflops / gemm, 4),
     }
+
+
+def bench_adam(model_name: str, clients: int = 20, repeats: int = 20, seed: int = 0,
+               device: str = "cpu") -> dict[str, Any]:
+    """Milliseconds per Adam update of `clients` stacked models: the fused kernel (every
+    client at the same step, the engines' usual case) against the per-client formula."""
+    options = {"hidden": 128} if model_name == "dnn" else None
+    model = build_model(model_name, (FEATURES,), CLASSES, options)
+    g = torch.Generator().manual_seed(seed)
+    params = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
+              for k, v in init_params(model, g).items()}
+    grads = {k: torch.randn(v.shape, generator=g).to(device) for k, v in params.items()}
+    rule = Adam(lr=1e-3)
+    state = rule.init_state(params)
+    t = state["t"].add_(1)
+    fused = best_seconds(lambda: rule._fused_step_(params, state, grads, t[0]), repeats)
+    formula = best_seconds(lambda: rule._formula_step_(params, state, grads, t), repeats)
+    return {"model": model_name, "clients": clients, "threads": torch.get_num_threads(),
+            "floats": sum(v.numel() for v in params.values()),
+            "fused_ms": round(fused * 1e3, 3), "formula_ms": round(formula * 1e3, 3),
+            "speedup": round(formula / fused, 2)}
 
 
 # -- whole rounds -------------------------------------------------------------------------

@@ -40,6 +40,17 @@ def test_engine_command_prints_one_json_object_per_model_and_size():
                                                    abs=1e-3)  # both rounded
 
 
+def test_adam_command_times_both_paths_on_the_models_parameters():
+    result = CliRunner().invoke(bench_app, ["adam", "--clients", "3", "--models", "mlr,dnn",
+                                            "--repeats", "1"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert [r["floats"] for r in rows] == [3 * (784 * 10 + 10), 3 * (784 * 128 + 128 + 1290)]
+    for r in rows:
+        assert r["fused_ms"] > 0 and r["formula_ms"] > 0
+        assert r["speedup"] == pytest.approx(r["formula_ms"] / r["fused_ms"], rel=0.02)
+
+
 @pytest.mark.parametrize("algorithm", ["fedavg", "pfedme"])
 def test_rounds_train_one_epoch_and_are_timed(algorithm):
     data = make_data()

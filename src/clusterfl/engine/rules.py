@@ -131,13 +131,17 @@ class Adam:
         return state
 
     def step_(self, params: Params, state: Params, oracle: GradOracle, prox: Prox | None) -> None:
-        b1, b2 = self.betas
         g = oracle.grads(params)
         add_penalty_grads_(g, params, self.weight_decay, prox)
         t = state["t"].add_(1)
         if len(t) and bool((t == t[0]).all()):
             self._fused_step_(params, state, g, t[0])
-            return
+        else:
+            self._formula_step_(params, state, g, t)
+
+    def _formula_step_(self, params: Params, state: Params, g: Params, t: torch.Tensor) -> None:
+        """Each client c at its own step t[c]."""
+        b1, b2 = self.betas
         bias1, bias2 = 1 - b1**t, (1 - b2**t).sqrt()
         for k, w in params.items():
             m = state[f"m.{k}"].mul_(b1).add_(g[k], alpha=1 - b1)
