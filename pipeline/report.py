@@ -60,7 +60,7 @@ def run(params_path: Path, console: Console, references_path: Path = REFERENCES)
         _experiment_figures(params, curves, clusters, out)
         p2.figures(out)
     metrics = rep.metrics_json(table)
-    for exp, algs in p2.metrics().items():
+    for exp, algs in p2.metrics(references).items():
         for alg, values in algs.items():
             metrics[exp][alg].update(values)
     atomic_write_json(REPORTS / "metrics.json", metrics)

@@ -1,11 +1,14 @@
 """P2 report: matched center x distribution tables, baselines, importance alignment, by exact
-numbers; and the summary table with regression and classification cells side by side."""
+numbers, for MSE and accuracy cells; stand-ins' references kept apart; sweep tables; the
+evolution figure's client groups; and the summary table with both kinds of cells."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from clusterfl import figures_p2
 from clusterfl import report as rep
@@ -13,7 +16,7 @@ from clusterfl import report_p2 as p2
 from clusterfl.history import RunHistory
 
 
-def _write(results, alg, seed, holdout, mse, mae, importance):
+def _write(results, alg, seed, holdout, mse, mae, importance, exp="e"):
     h = RunHistory()
     for r, (m, e) in enumerate(zip(mse, mae, strict=True), start=1):
         record = {"round": r, "train_mse": m + 1, "test_mse": m}
@@ -24,7 +27,7 @@ def _write(results, alg, seed, holdout, mse, mae, importance):
             arrays = {"holdout_mse": holdout, "center_of_distribution": match.tolist(),
                       "importance": importance}
         h.append(record, arrays)
-    h.write(results / "e" / alg / f"seed{seed}")
+    h.write(results / exp / alg / f"seed{seed}")
 
 
 @pytest.fixture
@@ -107,3 +110,142 @@ def test_summary_table_labels_mse_and_accuracy_cells(tmp_path):
               "fedavg": {"last_acc": 70.0, "best_acc": 70.0}}}
     curve = rep.mean_curve(tmp_path, "e", "fedsoft")
     assert rep.curve_metric(curve) == "test_mse" and curve["mixture_mae"].tolist() == [0.3, 0.1]
+
+
+REFERENCES = yaml.safe_load((Path(__file__).parents[1] / "pipeline/references.yaml").read_text())
+
+
+def _write_acc(results, seed, holdout, local, exp="c", alg="fedsoft"):
+    """A classification run of two rounds (accuracy recorded as a fraction, as soft_eval)."""
+    h = RunHistory()
+    for r in (1, 2):
+        match = p2.match_centers(np.asarray(holdout), lower_is_better=False)
+        h.append({"round": r, "test_acc": local - 0.1, "local_train_acc": local,
+                  "mixture_mae": 0.1},
+                 {"holdout_acc": holdout, "center_of_distribution": match.tolist(),
+                  "importance": [[0.5, 0.5]]})
+    h.write(results / exp / alg / f"seed{seed}")
+
+
+@pytest.fixture
+def acc_seeds(tmp_path):
+    # seed 0: d0 best on c1 (0.8), d1 on c0 (0.7); seed 1: d0 on c0 (0.9), d1 on c1 (0.7)
+    _write_acc(tmp_path, 0, [[0.6, 0.8], [0.7, 0.5]], 0.9)
+    _write_acc(tmp_path, 1, [[0.9, 0.5], [0.6, 0.7]], 0.8)
+    return p2.read_cell(tmp_path, "c", "fedsoft")
+
+
+def test_accuracy_is_read_in_percent_and_matching_picks_the_highest(acc_seeds):
+    assert [s.metric for s in acc_seeds] == [p2.ACCURACY, p2.ACCURACY]
+    assert acc_seeds[0].holdout == pytest.approx(np.array([[60.0, 80.0], [70.0, 50.0]]))
+    assert acc_seeds[0].last["local_train_acc"] == pytest.approx(90.0)
+    assert [s.match.tolist() for s in acc_seeds] == [[1, 0], [0, 1]]
+    aligned, match = p2.paper_matched([[68.9, 70.3], [74.6, 73.3]], lower_is_better=False)
+    assert match.tolist() == [1, 0]  # lowest would be [0, 1]: 68.9 + 73.3 < 70.3 + 74.6
+    assert aligned.tolist() == [[70.3, 68.9], [73.3, 74.6]]
+    assert p2.metrics({"fedsoft": acc_seeds}) == {
+        "fedsoft": {"local_train_acc": 85.0, "mixture_mae": 0.1}}
+
+
+def test_percent_cells_of_a_classification_history(acc_seeds):
+    rows = p2.baseline_rows({"fedsoft": acc_seeds}, ["rot0", "rot90"])
+    # best on rot0: 80 (c1), 90 (c0); on rot90: 70 (c0), 70 (c1); w̄ 90, 80; test 80, 70
+    assert rows == [["fedsoft", "85.0 ± 5.0 (1,0)", "70.0 ± 0.0 (0,1)", "85.0 ± 5.0",
+                     "75.0 ± 5.0", "0.10 ± 0.00"]]
+    header = p2.baseline_markdown({"fedsoft": acc_seeds}, ["rot0", "rot90"]).splitlines()[0]
+    assert header == ("| algorithm | best center on rot0 (index per seed) | best center on rot90 "
+                      "(index per seed) | w̄: local train acc % | local test acc % | "
+                      "importance MAE |")
+    own = p2.paper_reference(REFERENCES, "p2_letters_1090")
+    lines = p2.cluster_markdown(["lower", "upper"], acc_seeds, own).splitlines()
+    assert lines[2:4] == ["| lower | 85.0 ± 5.0 (70.3) | 55.0 ± 5.0 (68.9) |",
+                          "| upper | 55.0 ± 5.0 (73.3) | 70.0 ± 0.0 (74.6) |"]
+
+
+def test_a_stand_in_shows_the_letters_numbers_apart_and_labelled(acc_seeds):
+    paper = p2.paper_reference(REFERENCES, "p2_fmnist_rot_1090")
+    assert (paper.label, paper.stand_in_for) == ("paper, EMNIST letters", "p2_letters_1090")
+    twin = p2.paper_reference({"a": {"stand_in_for": "b"}, "b": {"distributions": ["x", "y"]}},
+                              "a")
+    assert not twin.aligned_with(["x", "y"])  # apart even where the names coincide
+    assert p2.cluster_markdown(["rot0", "rot90"], acc_seeds, paper) == """\
+| distribution | center of rot0 | center of rot90 |
+|---|---|---|
+| rot0 | 85.0 ± 5.0 | 55.0 ± 5.0 |
+| rot90 | 55.0 ± 5.0 | 70.0 ± 0.0 |
+
+Center serving each distribution (Hungarian matching): seed 0: rot0 → c1, rot90 → c0; \
+seed 1: rot0 → c0, rot90 → c1
+
+**paper, EMNIST letters** (P2 Tables 1-2, letters, 10:90): the paper's own data, \
+distributions and centers; not numbers for this experiment.
+
+| distribution | center of lower | center of upper |
+|---|---|---|
+| lower | 70.3 | 68.9 |
+| upper | 73.3 | 74.6 |
+
+Paper's centers, matched: lower → c1, upper → c0
+"""
+    lines = p2.baseline_markdown({"fedsoft": acc_seeds}, ["rot0", "rot90"], paper).splitlines()
+    assert lines[0].endswith("| importance MAE | paper, EMNIST letters |")
+    assert lines[2] == ("| fedsoft | 85.0 ± 5.0 (1,0) | 70.0 ± 0.0 (0,1) | 85.0 ± 5.0 | "
+                        "75.0 ± 5.0 | 0.10 ± 0.00 | lower 70.3 (1), upper 74.6 (0); w̄ 90.9 |")
+    sweeps = REFERENCES["p2_sweeps"]
+    column = p2.sweep_column(acc_seeds, 2)  # matched: rot0 80, 90; rot90 70, 70; w̄ 90, 80
+    text = p2.sweep_block("λ", ["rot0", "rot90"], ["0.1"], [column],
+                          p2.paper_reference(sweeps, "lambda_fmnist_rot_linear"), p2.ACCURACY)
+    ours, theirs = text.split("**paper, EMNIST letters** (P2 Table 5)")
+    assert ours.splitlines()[2:5] == ["| center of rot0 | 85.0 ± 5.0 |",
+                                      "| center of rot90 | 70.0 ± 0.0 |",
+                                      "| local w̄ | 85.0 ± 5.0 |"]
+    assert theirs.splitlines()[4:] == ["| center of lower | 71.8 |", "| center of upper | 74.1 |",
+                                       "| local w̄ | 86.5 |"]
+
+
+def test_sweep_table_from_two_cells_beside_the_paper(tmp_path):
+    # σ0 = 10: the fixture's two seeds (matched: theta0 30, 10; theta1 20, 40; w̄ 3, 5);
+    # σ0 = 1: one seed, theta0 -> c1 (3), theta1 -> c0 (2), w̄ 1
+    _write(tmp_path, "fedsoft", 0, [[30.0, 70.0], [80.0, 20.0]], [5.0, 4.0], [0.3, 0.1],
+           [[0.2, 0.8], [0.9, 0.1]], exp="s10")
+    _write(tmp_path, "fedsoft", 1, [[90.0, 10.0], [40.0, 50.0]], [7.0, 6.0], [0.5, 0.3],
+           [[0.7, 0.3], [0.4, 0.6]], exp="s10")
+    _write(tmp_path, "fedsoft", 0, [[5.0, 3.0], [2.0, 6.0]], [2.0], [0.1], [[1.0, 0.0]],
+           exp="s1")
+    names = ["theta0", "theta1"]
+    ours = [p2.sweep_column(p2.read_cell(tmp_path, e, "fedsoft"), 2) for e in ("s1", "s10")]
+    paper = p2.paper_reference(REFERENCES["p2_sweeps"], "sigma0_synth_random")
+    assert p2.sweep_block("σ0", names, ["1", "10"], ours, paper, p2.MSE) == """\
+| model | σ0 = 1 | σ0 = 10 |
+|---|---|---|
+| center of theta0 | 3.0 ± 0.0 (4.2) | 20.0 ± 10.0 (42.2) |
+| center of theta1 | 2.0 ± 0.0 (3.2) | 30.0 ± 10.0 (27.0) |
+| local w̄ | 1.00 ± 0.00 (0.60) | 4.00 ± 1.00 (4.96) |
+"""
+    assert p2.sweep_metrics(names, ours[1], p2.MSE) == {
+        "matched_theta0": 20.0, "matched_theta1": 30.0, "local_train_mse": 4.0}
+
+
+def test_clients_grouped_by_true_mixture():
+    two = figures_p2.mixture_groups(np.array([[0.1, 0.9], [0.9, 0.1], [0.1, 0.9]]), "a")
+    assert [(label, g.tolist()) for label, g in two] == [("10:90", [0, 2]), ("90:10", [1])]
+    linear = np.stack([(np.arange(8) + 0.5) / 8, 1 - (np.arange(8) + 0.5) / 8], axis=1)
+    assert [(label, g.tolist()) for label, g in figures_p2.mixture_groups(linear, "a")] == [
+        ("a share 0–25%", [0, 1]), ("a share 25–50%", [2, 3]), ("a share 50–75%", [4, 5]),
+        ("a share 75–100%", [6, 7])]
+    share = np.array([0.05, 0.1, 0.9, 0.95, 0.3])  # five mixtures, bin 50-75% empty
+    groups = figures_p2.mixture_groups(np.stack([share, 1 - share], axis=1), "a")
+    assert [(label, g.tolist()) for label, g in groups] == [
+        ("a share 0–25%", [0, 1]), ("a share 25–50%", [4]), ("a share 75–100%", [2, 3])]
+
+
+def test_only_the_first_seed_keeps_rounds_and_the_evolution_figure_draws_it(cells, tmp_path):
+    first, second = cells["fedsoft"]
+    assert first.holdout_rounds.shape == (2, 2, 2) and first.importance_rounds.shape == (2, 2, 2)
+    assert second.holdout_rounds is None and second.importance_rounds is None
+    assert p2.is_soft_cell(tmp_path, "e", "fedsoft") and not p2.is_soft_cell(tmp_path, "e", "ifca")
+    mixture = np.array([[0.1, 0.9], [0.9, 0.1]])
+    path = tmp_path / "evolution.png"
+    assert figures_p2.evolution_figure("t", first, ["theta0", "theta1"], mixture, path)
+    assert not figures_p2.evolution_figure("t", second, ["theta0", "theta1"], mixture, path)
+    assert path.read_bytes()[:4] == b"\x89PNG"
