@@ -39,6 +39,8 @@ def _shrink(params: dict) -> dict:
             entry.update(num_clients=6, size_range=[10, 20], holdout_size=100)
     params["grid"]["p2"] = {"experiments": ["p2_synth_1090", "p2_synth_3070"],
                             "algorithms": ["fedsoft", "fedem", "ifca_p2"]}
+    params["grid"]["p2_sweeps"] = {"experiments": ["p2_synth_random_s0_1"],  # paper suite
+                                   "algorithms": ["fedsoft"]}
     return params
 
 
