@@ -13,6 +13,7 @@ import pandas as pd
 
 from clusterfl import figures_p2
 from clusterfl import report_p2 as p2
+from clusterfl import report_sweeps as sweeps
 from clusterfl.config import Params
 from clusterfl.partition import load_partition
 from pipeline.common import RESULTS, partition_file
@@ -54,9 +55,9 @@ class P2Report:
         parts = [INTRO]
         for exp in self.experiments:
             parts += self._experiment(exp, p2.paper_reference(references, exp))
-        sweeps = references.get("p2_sweeps") or {}
-        for name, sweep, points in self._sweeps(sweeps):
-            parts += self._sweep(sweep, points, p2.paper_reference(sweeps, name))
+        sweep_refs = references.get("p2_sweeps") or {}
+        for name, sweep, points in self._sweeps(sweep_refs):
+            parts += self._sweep(sweep, points, p2.paper_reference(sweep_refs, name))
         return "\n".join(parts)
 
     def _experiment(self, exp: str, paper: p2.PaperRef | None) -> list[str]:
@@ -80,9 +81,9 @@ class P2Report:
         parts.append(p2.baseline_markdown(self.cells[exp], names, paper))
         return parts
 
-    def _sweeps(self, sweeps: Mapping[str, Any]) -> Iterator[Sweep]:
+    def _sweeps(self, sweep_refs: Mapping[str, Any]) -> Iterator[Sweep]:
         """The sweeps of which at least one value has results; values without are left out."""
-        for name, sweep in sweeps.items():
+        for name, sweep in sweep_refs.items():
             alg = sweep["algorithm"]
             points = [(str(v["label"]), v["experiment"], self.cells[v["experiment"]][alg])
                       for v in sweep["values"] if alg in self.cells.get(v["experiment"], {})]
@@ -96,9 +97,10 @@ class P2Report:
         return [f"## Sweep: {sweep['title']}\n",
                 f"`{sweep['algorithm']}`; rows: each distribution's matched center (c̄) and the "
                 f"local models on their own training data (w̄), {metric.unit}. {which}.\n",
-                p2.sweep_block(sweep["variable"], names, [label for label, _, _ in points],
-                               [p2.sweep_column(seeds, len(names)) for _, _, seeds in points],
-                               paper, metric)]
+                sweeps.sweep_block(sweep["variable"], names, [label for label, _, _ in points],
+                                   [sweeps.sweep_column(seeds, len(names))
+                                    for _, _, seeds in points],
+                                   paper, metric)]
 
     def figures(self, out: Path) -> None:
         for exp in self.experiments:
@@ -128,7 +130,7 @@ class P2Report:
         for name, sweep, points in self._sweeps(references.get("p2_sweeps") or {}):
             names = self._names(points[0][1])
             for label, exp, seeds in points:
-                row = p2.sweep_metrics(names, p2.sweep_column(seeds, len(names)),
+                row = sweeps.sweep_metrics(names, sweeps.sweep_column(seeds, len(names)),
                                        seeds[0].metric)
                 out[exp][sweep["algorithm"]].setdefault("sweeps", {})[name] = {
                     "variable": sweep["variable"], "value": label, **row}

@@ -13,6 +13,7 @@ import yaml
 from clusterfl import figures_p2
 from clusterfl import report as rep
 from clusterfl import report_p2 as p2
+from clusterfl import report_sweeps as sweeps
 from clusterfl.history import RunHistory
 
 
@@ -191,10 +192,11 @@ Paper's centers, matched: lower → c1, upper → c0
     assert lines[0].endswith("| importance MAE | paper, EMNIST letters |")
     assert lines[2] == ("| fedsoft | 85.0 ± 5.0 (1,0) | 70.0 ± 0.0 (0,1) | 85.0 ± 5.0 | "
                         "75.0 ± 5.0 | 0.10 ± 0.00 | lower 70.3 (1), upper 74.6 (0); w̄ 90.9 |")
-    sweeps = REFERENCES["p2_sweeps"]
-    column = p2.sweep_column(acc_seeds, 2)  # matched: rot0 80, 90; rot90 70, 70; w̄ 90, 80
-    text = p2.sweep_block("λ", ["rot0", "rot90"], ["0.1"], [column],
-                          p2.paper_reference(sweeps, "lambda_fmnist_rot_linear"), p2.ACCURACY)
+    sweep_refs = REFERENCES["p2_sweeps"]
+    column = sweeps.sweep_column(acc_seeds, 2)  # matched: rot0 80, 90; rot90 70, 70; w̄ 90, 80
+    text = sweeps.sweep_block("λ", ["rot0", "rot90"], ["0.1"], [column],
+                              p2.paper_reference(sweep_refs, "lambda_fmnist_rot_linear"),
+                              p2.ACCURACY)
     ours, theirs = text.split("**paper, EMNIST letters** (P2 Table 5)")
     assert ours.splitlines()[2:5] == ["| center of rot0 | 85.0 ± 5.0 |",
                                       "| center of rot90 | 70.0 ± 0.0 |",
@@ -213,16 +215,16 @@ def test_sweep_table_from_two_cells_beside_the_paper(tmp_path):
     _write(tmp_path, "fedsoft", 0, [[5.0, 3.0], [2.0, 6.0]], [2.0], [0.1], [[1.0, 0.0]],
            exp="s1")
     names = ["theta0", "theta1"]
-    ours = [p2.sweep_column(p2.read_cell(tmp_path, e, "fedsoft"), 2) for e in ("s1", "s10")]
+    ours = [sweeps.sweep_column(p2.read_cell(tmp_path, e, "fedsoft"), 2) for e in ("s1", "s10")]
     paper = p2.paper_reference(REFERENCES["p2_sweeps"], "sigma0_synth_random")
-    assert p2.sweep_block("σ0", names, ["1", "10"], ours, paper, p2.MSE) == """\
+    assert sweeps.sweep_block("σ0", names, ["1", "10"], ours, paper, p2.MSE) == """\
 | model | σ0 = 1 | σ0 = 10 |
 |---|---|---|
 | center of theta0 | 3.0 ± 0.0 (4.2) | 20.0 ± 10.0 (42.2) |
 | center of theta1 | 2.0 ± 0.0 (3.2) | 30.0 ± 10.0 (27.0) |
 | local w̄ | 1.00 ± 0.00 (0.60) | 4.00 ± 1.00 (4.96) |
 """
-    assert p2.sweep_metrics(names, ours[1], p2.MSE) == {
+    assert sweeps.sweep_metrics(names, ours[1], p2.MSE) == {
         "matched_theta0": 20.0, "matched_theta1": 30.0, "local_train_mse": 4.0}
 
 

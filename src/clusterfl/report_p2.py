@@ -1,6 +1,6 @@
 """P2 (FedSoft) tables from run histories: Tables 1/3/4/7 (center x distribution), Tables 2/8
-(FedSoft vs the baselines), Tables 5/6 (one setting swept), the importance-weight error and
-which center served which distribution.
+(FedSoft vs the baselines), the importance-weight error and which center served which
+distribution; Tables 5/6 (one setting swept) are in `report_sweeps`.
 
 Numbers are shown as the paper prints them (`Metric`): MSE for regression runs, lower is
 better; accuracy for classification runs, higher is better, recorded as a fraction and shown
@@ -136,7 +136,7 @@ def _f(x: float) -> str:
     return f"{x:.1f}"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(r) + " |" for r in rows]
 
@@ -157,7 +157,7 @@ def table1_markdown(names: Sequence[str], mean: np.ndarray, std: np.ndarray,
             theirs = "" if ref is None or j >= ref.shape[1] else f" ({_f(ref[d, j])})"
             cells.append(f"{_f(mean[d, j])} ± {_f(std[d, j])}{theirs}")
         rows.append([name, *cells])
-    lines = _table(["distribution", *_center_columns(names, mean.shape[1])], rows)
+    lines = markdown_table(["distribution", *_center_columns(names, mean.shape[1])], rows)
     if ref_match is not None:
         lines.append("\nPaper's centers, matched: " + matching_line(names, ref_match))
     return "\n".join(lines) + "\n"
@@ -215,7 +215,7 @@ def paper_matrix_markdown(paper: PaperRef, matrix: Sequence[Sequence[float]],
     aligned, match = paper_matched(matrix, lower_is_better)
     names = paper.rows(len(aligned))
     rows = [[n, *(_f(x) for x in aligned[d])] for d, n in enumerate(names)]
-    lines = _table(["distribution", *_center_columns(names, aligned.shape[1])], rows)
+    lines = markdown_table(["distribution", *_center_columns(names, aligned.shape[1])], rows)
     lines.append("\nPaper's centers, matched: " + matching_line(names, match))
     return apart_heading(paper) + "\n".join(lines) + "\n"
 
@@ -237,7 +237,7 @@ def cluster_markdown(names: Sequence[str], seeds: Sequence[SeedResult],
     return text
 
 
-def _pm(values: Sequence[float], digits: int = 2) -> str:
+def mean_std(values: Sequence[float], digits: int = 2) -> str:
     return f"{np.mean(values):.{digits}f} ± {np.std(values):.{digits}f}" if len(values) else "–"
 
 
@@ -257,10 +257,10 @@ def baseline_rows(cells: Mapping[str, Sequence[SeedResult]], names: Sequence[str
             which = [int(best_center(s.holdout[d])) for s in have]
             best = [float(s.holdout[d, c]) for s, c in zip(have, which, strict=True)]
             index = ",".join(map(str, which))
-            row.append(f"{_pm(best, metric.digits)} ({index})" if have else "–")
+            row.append(f"{mean_std(best, metric.digits)} ({index})" if have else "–")
         for key in (f"local_train_{metric.name}", f"test_{metric.name}", "mixture_mae"):
             digits = 2 if key == "mixture_mae" else metric.digits
-            row.append(_pm([s.last[key] for s in seeds if key in s.last], digits))
+            row.append(mean_std([s.last[key] for s in seeds if key in s.last], digits))
         rows.append(row)
     return rows
 
@@ -286,7 +286,7 @@ def baseline_markdown(cells: Mapping[str, Sequence[SeedResult]], names: Sequence
         theirs = paper.rows(len(names))
         rows = [[*r, paper_baseline_cell(table2[r[0]], theirs) if r[0] in table2 else "–"]
                 for r in rows]
-    return "\n".join(_table(["algorithm", *cols], rows)) + "\n"
+    return "\n".join(markdown_table(["algorithm", *cols], rows)) + "\n"
 
 
 def aligned_importance(importance: np.ndarray, match: np.ndarray) -> np.ndarray:
@@ -303,73 +303,3 @@ def metrics(cells: Mapping[str, Sequence[SeedResult]]) -> dict[str, dict[str, An
     keys = (f"holdout_matched_{m}", f"local_train_{m}", "mixture_mae")
     return {alg: {k: round(float(np.mean([s.last[k] for s in seeds])), 4) for k in keys
                   if all(k in s.last for s in seeds)} for alg, seeds in cells.items()}
-
-
-# Sweeps (Tables 5 and 6): one FedSoft setting varied, one experiment per value.
-
-def sweep_column(seeds: Sequence[SeedResult], distributions: int) -> list[list[float]]:
-    """[D + 1][seeds]: each seed's matched center on each distribution (c̄ per
-    distribution), then its w̄ (local models on their own training data)."""
-    have = [s for s in seeds if s.holdout is not None and s.match is not None]
-    rows = [[float(s.holdout[d, s.match[d]]) for s in have if s.match[d] >= 0]
-            for d in range(distributions)]
-    key = f"local_train_{seeds[0].metric.name}"
-    return [*rows, [s.last[key] for s in seeds if key in s.last]]
-
-
-def paper_sweep(entry: Mapping[str, Any], labels: Sequence[str], metric: Metric
-                ) -> list[list[float] | None]:
-    """Per swept value (by label), the paper's matched center per distribution and its w̄
-    (`local`), like `sweep_column`; None where the paper has no number."""
-    values = {str(v["label"]): v for v in entry.get("values", [])}
-    out: list[list[float] | None] = []
-    for label in labels:
-        value = values.get(label, {})
-        matrix = value.get(f"holdout_{metric.name}")
-        if matrix is None:
-            out.append(None)
-            continue
-        aligned, _ = paper_matched(matrix, metric.lower_is_better)
-        out.append([float(aligned[d, d]) for d in range(len(aligned))] + [float(value["local"])])
-    return out
-
-
-def sweep_markdown(variable: str, names: Sequence[str], labels: Sequence[str],
-                   ours: Sequence[Sequence[Sequence[float]]] | None,
-                   paper: Sequence[Sequence[float] | None] | None, metric: Metric) -> str:
-    """Tables 5/6's shape: rows are each distribution's matched center (c̄) and the local
-    models (w̄), columns the swept values; cells "ours ± std (paper)", or the paper's number
-    alone when `ours` is None."""
-    rows = []
-    for r, name in enumerate([*(f"center of {n}" for n in names), "local w̄"]):
-        digits = 1 if r < len(names) else metric.digits
-        cells = []
-        for v in range(len(labels)):
-            theirs = None if paper is None or paper[v] is None else paper[v][r]
-            if ours is None:
-                cells.append("–" if theirs is None else f"{theirs:.{digits}f}")
-                continue
-            text = _pm(ours[v][r], digits)
-            cells.append(text if theirs is None else f"{text} ({theirs:.{digits}f})")
-        rows.append([name, *cells])
-    return "\n".join(_table(["model", *(f"{variable} = {x}" for x in labels)], rows)) + "\n"
-
-
-def sweep_block(variable: str, names: Sequence[str], labels: Sequence[str],
-                ours: Sequence[Sequence[Sequence[float]]], paper: PaperRef | None,
-                metric: Metric) -> str:
-    """Our sweep table, the paper's numbers in brackets when they are for these
-    distributions, else (a stand-in's reference) in a table of their own, apart."""
-    theirs = None if paper is None else paper_sweep(paper.entry, labels, metric)
-    if paper is None or theirs is None or not any(theirs) or paper.aligned_with(names):
-        return sweep_markdown(variable, names, labels, ours, theirs, metric)
-    return (sweep_markdown(variable, names, labels, ours, None, metric) + "\n"
-            + apart_heading(paper)
-            + sweep_markdown(variable, paper.rows(len(names)), labels, None, theirs, metric))
-
-
-def sweep_metrics(names: Sequence[str], column: Sequence[Sequence[float]], metric: Metric
-                  ) -> dict[str, float]:
-    """One swept value's row of metrics.json: matched center per distribution, w̄."""
-    keys = [*(f"matched_{n}" for n in names), f"local_train_{metric.name}"]
-    return {k: round(float(np.mean(v)), 4) for k, v in zip(keys, column, strict=True) if len(v)}
