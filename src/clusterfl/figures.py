@@ -9,6 +9,7 @@
 Inputs are the mean curves and assignment arrays of `clusterfl.report`.
 """
 
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -34,9 +35,10 @@ def _pyplot():
 
 
 def save_figure(fig, path: Path, title: str | None = None) -> None:
-    """Title (if any), lay out, write `path` and release the figure."""
-    if title is not None:
-        fig.suptitle(title)
+    """Title (if any, wrapped to the figure's width), lay out, write `path`, release."""
+    if title is not None:  # ~9 characters per inch at the default 12 pt title
+        fig.suptitle(textwrap.fill(title, max(20, int(fig.get_figwidth() * 9)),
+                                   break_on_hyphens=False))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
