@@ -132,11 +132,16 @@ def train(
 
 @app.command()
 @user_errors
-def report(params: ParamsOpt = Path("params.yaml")) -> None:
+def report(
+    params: ParamsOpt = Path("params.yaml"),
+    partial: Annotated[bool, typer.Option(
+        help="Leave out the suite's cells without results (listed in results.md) instead of "
+             "stopping; for part of a suite trained by hand.")] = False,
+) -> None:
     """Aggregate the suite's results into reports/ (tables, figures, metrics.json)."""
     from pipeline import report as stage
 
-    stage.run(params, console)
+    stage.run(params, console, partial=partial)
 
 
 def _print_registry(title: str, rows: list[tuple[str, str]]) -> None:

@@ -17,16 +17,23 @@ from pipeline.common import REPORTS, RESULTS, cell_dir, is_skipped, output_dir
 REFERENCES = Path("pipeline/references.yaml")
 
 
-def run(params_path: Path, console: Console, references_path: Path = REFERENCES) -> None:
+def run(params_path: Path, console: Console, references_path: Path = REFERENCES,
+        partial: bool = False) -> None:
+    """`partial`: leave out the suite's cells that have no results (listed in results.md)
+    instead of stopping at the first, for a report on part of a suite run by hand."""
     params = load_params(params_path)
     references = yaml.safe_load(references_path.read_text()) or {}
-    rows, curves, clusters = [], {}, {}
+    rows, curves, clusters, missing = [], {}, {}, []
     for exp, alg in params.cells():
         if not params.cell_in_suite(exp, alg):
             continue
         cell = cell_dir(exp, alg)
         if not cell.exists() or is_skipped(cell):
-            raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg}` first")
+            if not partial:
+                raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg}` first "
+                                "(or report without it: --partial)")
+            missing.append(f"{exp}/{alg}")
+            continue
         rows += rep.seed_rows(RESULTS, exp, alg)
         curves[(exp, alg)] = rep.mean_curve(RESULTS, exp, alg)
         found = rep.assignments(RESULTS, exp, alg)
@@ -40,6 +47,9 @@ def run(params_path: Path, console: Console, references_path: Path = REFERENCES)
              "clients' test splits, weighted by test samples: test accuracy (%) for "
              "classification cells, test MSE for regression cells (P2); mean ± std over "
              "seeds.\n\n")
+    if missing:
+        title += (f"Partial report: {len(missing)} cells of the suite have no results and are "
+                  f"left out: {', '.join(missing)}.\n\n")
     p2 = report_p2.P2Report(params, curves)
     with output_dir(REPORTS / "tables") as out:
         atomic_write_text(out / "results.md", title + rep.markdown_table(table, references))

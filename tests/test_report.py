@@ -1,5 +1,7 @@
 """Report builder: mean curves over seeds, the Table-2 layout and the P1 figures."""
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -58,3 +60,27 @@ def test_figures_are_written_only_when_there_is_something_to_draw(tmp_path):
     for name in ("c.png", "k.png", "a.png"):
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     assert not (tmp_path / "n.png").exists() and not (tmp_path / "b.png").exists()
+
+
+def test_report_stops_at_a_missing_cell_unless_partial(tmp_path, monkeypatch):
+    import yaml
+    from rich.console import Console
+
+    from clusterfl.errors import UserError
+    from pipeline import report as stage
+
+    root = Path(__file__).resolve().parents[1]
+    raw = yaml.safe_load((root / "params.yaml").read_text())
+    raw["grid"] = {"p1": {"experiments": ["p1_synthetic_mlr"], "algorithms": ["fedavg", "local"]}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.chdir(tmp_path)
+    for seed in (0, 1, 2):
+        _write(tmp_path / "results", "p1_synthetic_mlr", "fedavg", seed, [0.5, 0.75])
+    refs = root / "pipeline" / "references.yaml"
+    with pytest.raises(UserError, match=r"results/p1_synthetic_mlr/local: missing.*--partial"):
+        stage.run(Path("params.yaml"), Console(quiet=True), refs)
+    assert not (tmp_path / "reports").exists()  # nothing half-written
+    stage.run(Path("params.yaml"), Console(quiet=True), refs, partial=True)
+    text = (tmp_path / "reports/tables/results.md").read_text()
+    assert "left out: p1_synthetic_mlr/local." in text
+    assert "| p1_synthetic_mlr | fedavg |" in text and "| local |" not in text
