@@ -4,7 +4,7 @@ Thin: parse options, set threads, call `clusterfl.bench`, print. See docs/engine
 """
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -22,11 +22,24 @@ def _int_list(text: str) -> list[int]:
     return [int(part) for part in text.split(",") if part.strip()]
 
 
+ModelsOpt = Annotated[str, typer.Option(help="Comma-separated models: mlr, dnn.")]
+
+
+def _print_grid(threads: int | None, clients: str, models: str, bench: Any) -> None:
+    """Set threads, then print `bench(model, n)` as one JSON line per (clients, model)."""
+    from clusterfl.engine import configure_threads
+
+    configure_threads(threads)
+    for n in _int_list(clients):
+        for model in (m.strip() for m in models.split(",") if m.strip()):
+            print(json.dumps(bench(model, n)), flush=True)
+
+
 @bench_app.command("engine")
 def engine(
     clients: Annotated[str, typer.Option(
         help="Comma-separated numbers of clients, e.g. 10,40,100.")] = "40",
-    models: Annotated[str, typer.Option(help="Comma-separated models: mlr, dnn.")] = "mlr,dnn",
+    models: ModelsOpt = "mlr,dnn",
     batch: Annotated[int, typer.Option(help="Batch size of every local step.")] = 20,
     local_steps: Annotated[int, typer.Option(help="Local steps per client.")] = 10,
     repeats: Annotated[int, typer.Option(help="Timed repeats per engine (best is kept).")] = 5,
@@ -36,21 +49,17 @@ def engine(
 ) -> None:
     """Client-steps/s of the vectorized engine vs the per-client loop, and GEMM fraction."""
     from clusterfl.bench import bench_engine
-    from clusterfl.engine import configure_threads
 
-    configure_threads(threads)
-    for n in _int_list(clients):
-        for model in (m.strip() for m in models.split(",") if m.strip()):
-            result = bench_engine(model, clients=n, batch=batch, local_steps=local_steps,
-                                  repeats=repeats, seed=seed, device=device)
-            print(json.dumps(result), flush=True)
+    _print_grid(threads, clients, models, lambda model, n: bench_engine(
+        model, clients=n, batch=batch, local_steps=local_steps, repeats=repeats, seed=seed,
+        device=device))
 
 
 @bench_app.command("adam")
 def adam(
     clients: Annotated[str, typer.Option(
         help="Comma-separated numbers of clients, e.g. 20,84.")] = "20,84",
-    models: Annotated[str, typer.Option(help="Comma-separated models: mlr, dnn.")] = "mlr,dnn",
+    models: ModelsOpt = "mlr,dnn",
     repeats: Annotated[int, typer.Option(help="Timed repeats per path (best is kept).")] = 20,
     device: Annotated[str, typer.Option(help="torch device of the models.")] = "cpu",
     threads: ThreadsOpt = None,
@@ -58,13 +67,9 @@ def adam(
 ) -> None:
     """Milliseconds per Adam update of stacked client models: fused kernel vs formula."""
     from clusterfl.bench import bench_adam
-    from clusterfl.engine import configure_threads
 
-    configure_threads(threads)
-    for n in _int_list(clients):
-        for model in (m.strip() for m in models.split(",") if m.strip()):
-            print(json.dumps(bench_adam(model, clients=n, repeats=repeats, seed=seed,
-                                        device=device)), flush=True)
+    _print_grid(threads, clients, models, lambda model, n: bench_adam(
+        model, clients=n, repeats=repeats, seed=seed, device=device))
 
 
 @bench_app.command("round")
