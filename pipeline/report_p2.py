@@ -15,7 +15,7 @@ from clusterfl import figures_p2
 from clusterfl import report_p2 as p2
 from clusterfl import report_sweeps as sweeps
 from clusterfl.config import Params
-from clusterfl.partition import load_partition
+from clusterfl.partition import Partition, load_partition
 from pipeline.common import RESULTS, partition_file
 
 INTRO = """# P2 (FedSoft): cluster models, baselines, importance weights
@@ -40,9 +40,14 @@ class P2Report:
             if p2.is_soft_cell(RESULTS, exp, alg):
                 self.cells.setdefault(exp, {})[alg] = p2.read_cell(RESULTS, exp, alg)
         self.experiments = list(self.cells)
+        self._partitions: dict[tuple[str, int], Partition] = {}
 
-    def _partition(self, exp: str, seed: int):
-        return load_partition(partition_file(self.params.experiment(exp).partition, seed))
+    def _partition(self, exp: str, seed: int) -> Partition:
+        """Each partition file is read once: tables, sweeps, metrics and figures all ask."""
+        key = (self.params.experiment(exp).partition, seed)
+        if key not in self._partitions:
+            self._partitions[key] = load_partition(partition_file(*key))
+        return self._partitions[key]
 
     def _names(self, exp: str) -> list[str]:
         seeds = next(iter(self.cells[exp].values()))
@@ -130,8 +135,8 @@ class P2Report:
         for name, sweep, points in self._sweeps(references.get("p2_sweeps") or {}):
             names = self._names(points[0][1])
             for label, exp, seeds in points:
-                row = sweeps.sweep_metrics(names, sweeps.sweep_column(seeds, len(names)),
-                                       seeds[0].metric)
+                column = sweeps.sweep_column(seeds, len(names))
+                row = sweeps.sweep_metrics(names, column, seeds[0].metric)
                 out[exp][sweep["algorithm"]].setdefault("sweeps", {})[name] = {
                     "variable": sweep["variable"], "value": label, **row}
         return out
