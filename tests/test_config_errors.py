@@ -78,14 +78,40 @@ def test_presets_and_yaml_merges_reach_the_schedule():
      r"partitions\.p2_1090\.pattern: '10:80' is not allowed; allowed: 10:90, 30:70, linear"),
     # closed params: unknown keys at every level name their full path
     (lambda r, p: r.update(trainng={}),
-     r"params\.yaml\.trainng: unknown key .*; allowed: datasets, partitions, suite, tracking"),
+     r"^params\.yaml:trainng: unknown key .*; allowed: datasets, partitions, suite, tracking"),
     (lambda r, p: r["suite"].update(trainng={"rounds": 5}),
      r"params\.yaml:suite\.trainng: unknown key \(did you mean 'training'\?\)"),
     (lambda r, p: p["p1"]["experiments"]["p1_synthetic_mlr"].update(modle_options={}),
      r"experiments\.p1_synthetic_mlr\.modle_options: unknown key \(did you mean "
      r"'model_options'\?\)"),
     (lambda r, p: p["p1"].update(experimets={}),
-     r"p1/params\.yaml\.experimets: unknown key \(did you mean 'experiments'\?\)"),
+     r"^src/clusterfl/papers/p1/params\.yaml:experimets: unknown key \(did you mean "
+     r"'experiments'\?\)"),
+    (lambda r, p: r["suite"]["training"].update(rondus=5),
+     r"^params\.yaml:suite\.training\.rondus: unknown key \(did you mean 'rounds'\?\); "
+     r"allowed: batch_size, clients_per_round, epochs"),
+    (lambda r, p: r["suite"]["training"].update(rounds="many"),
+     r"^params\.yaml:suite\.training\.rounds: expected int, got 'many'"),
+    (lambda r, p: p["p1"]["experiments"]["p1_synthetic_mlr"]["training"].update(rondus=5),
+     r"^src/clusterfl/papers/p1/params\.yaml:experiments\.p1_synthetic_mlr\.training\.rondus: "
+     r"unknown key \(did you mean 'rounds'\?\)"),
+    (lambda r, p: p["p1"]["experiments"]["p1_mnist_subset_dnn"].update(
+        model_options={"hiden": 10}),
+     r"^src/clusterfl/papers/p1/params\.yaml:experiments\.p1_mnist_subset_dnn\.model_options\."
+     r"hiden: unknown key \(did you mean 'hidden'\?\); allowed: hidden"),
+    (lambda r, p: p["p1"]["experiments"]["p1_synthetic_mlr"].update(model_options={"x": 1}),
+     r"experiments\.p1_synthetic_mlr\.model_options\.x: unknown key; allowed: \(none\)"),
+    (lambda r, p: p["p1"]["algorithms"]["pfedkm_k2"].update(num_cluster=3),
+     r"^src/clusterfl/papers/p1/params\.yaml:algorithms\.pfedkm_k2\.num_cluster: unknown key "
+     r"\(did you mean 'num_clusters'\?\)"),
+    (lambda r, p: r["partitions"]["p1_synthetic"].update(tset_fraction=0.2),
+     r"^params\.yaml:partitions\.p1_synthetic\.tset_fraction: unknown key \(did you mean "
+     r"'test_fraction'\?\)"),
+    (lambda r, p: r["datasets"]["p1_synthetic"].update(clusters_per_client=2),
+     r"^params\.yaml:datasets\.p1_synthetic\.clusters_per_client: unknown key \(did you mean "
+     r"'clients_per_cluster'\?\)"),
+    (lambda r, p: r["tracking"].update(experiement="x"),
+     r"^params\.yaml:tracking\.experiement: unknown key \(did you mean 'experiment'\?\)"),
     (lambda r, p: r["suite"]["cells"]["p1_synthetic_mlr-fedavg"].update(seed=3),
      r"suite\.cells\.p1_synthetic_mlr-fedavg\.seed: unknown key; allowed: algorithm, "),
     # cells must be consistent with their experiment and the suite's data
@@ -122,6 +148,38 @@ def test_empty_file_is_named(tmp_path):
     empty.write_text("")
     with pytest.raises(UserError, match=r"mine\.yaml: empty file; expected a mapping"):
         load_params(empty)
+
+
+def test_a_suite_file_names_itself_and_the_catalogue(tmp_path):
+    """Keys of another suite's file are reported in that file, catalogue keys in the root's."""
+    suite = tmp_path / "suites" / "mine"
+    suite.mkdir(parents=True)
+    catalogue = copy.deepcopy(RAW)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(catalogue))
+    raw = {"suite": {**copy.deepcopy(RAW["suite"]), "name": "mine", "root": "../..",
+                     "training": {"rouns": 3}}}
+    (suite / "params.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(UserError, match=r"suites/mine/params\.yaml:suite\.training\.rouns: "
+                                        r"unknown key \(did you mean 'rounds'\?\)"):
+        load_params(suite / "params.yaml")
+    raw["suite"]["training"] = {"rounds": 3}
+    (suite / "params.yaml").write_text(yaml.safe_dump(raw))
+    catalogue["partitions"]["p1_synthetic"]["sheme"] = "x"
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(catalogue))
+    with pytest.raises(UserError, match=r"params\.yaml:partitions\.p1_synthetic\.sheme: "
+                                        r"unknown key \(did you mean 'scheme'\?\)") as info:
+        load_params(suite / "params.yaml")
+    assert "suites/mine" not in str(info.value)
+
+
+def test_cli_empty_params_file_is_named(tmp_path):
+    (tmp_path / "mine.yaml").write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", "train", "p1_synthetic_mlr", "fedavg",
+         "-p", str(tmp_path / "mine.yaml")], cwd=ROOT, capture_output=True, text=True,
+        env={"PYTHONPATH": f"{ROOT}:{ROOT}/src"})
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: {tmp_path / 'mine.yaml'}: empty file; expected a mapping"
 
 
 def test_cli_user_error_is_one_line_exit_2_and_writes_nothing(tmp_path):

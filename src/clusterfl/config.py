@@ -116,13 +116,20 @@ class Params:
 
     def __init__(self, suite_file: Path, raw: Mapping[str, Any],
                  catalogue: Mapping[str, Any] | None = None,
-                 paper_params: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        """`catalogue`: the root params.yaml when `raw` is another suite's file;
-        `paper_params`: papers' params as mappings instead of their files (tests)."""
+                 paper_params: Mapping[str, Mapping[str, Any]] | None = None,
+                 catalogue_file: Path | None = None) -> None:
+        """`catalogue`: the root params.yaml (read from `catalogue_file`) when `raw` is
+        another suite's file; `paper_params`: papers' params as mappings instead of their
+        files (tests). Every error names the file the key was written in."""
         self.file = suite_file
         where = str(suite_file)
-        check_keys(raw, CATALOGUE_KEYS if catalogue is None else ("suite",), where)
+        check_keys(raw, CATALOGUE_KEYS if catalogue is None else ("suite",), f"{where}:")
+        self.catalogue_file = (suite_file if catalogue is None
+                               else catalogue_file or Path("params.yaml"))
+        cat = f"{self.catalogue_file}:"
         catalogue = raw if catalogue is None else catalogue
+        if catalogue is not raw:
+            check_keys(catalogue, CATALOGUE_KEYS, cat)
         if "suite" not in raw:
             raise UserError(f"{where}: missing top-level key 'suite'")
         self.suite_raw = mapping(raw["suite"], f"{where}:suite")
@@ -130,12 +137,17 @@ class Params:
         self.suite = str(self.suite_raw.get("name", ""))
         if not self.suite:
             raise UserError(f"{where}:suite.name: missing")
+        # the suite's overrides alone, so that an error in them names the suite's file
+        build_options(Schedule, mapping(self.suite_raw.get("training") or {},
+                                        f"{where}:suite.training"), f"{where}:suite.training")
         self.raw = catalogue
+        check_keys(self.tracking, ("experiment",), f"{cat}tracking")
         self.papers = load_papers([*BUILTIN, *self.suite_raw.get("papers", [])])
-        self.datasets = mapping(catalogue.get("datasets") or {}, "params.yaml:datasets")
-        self.partitions = mapping(catalogue.get("partitions") or {}, "params.yaml:partitions")
+        self.datasets = mapping(catalogue.get("datasets") or {}, f"{cat}datasets")
+        self.partitions = mapping(catalogue.get("partitions") or {}, f"{cat}partitions")
         self.experiments: dict[str, dict[str, Any]] = {}
         self.paper_of: dict[str, str] = {}
+        self.paper_file: dict[str, str] = {}  # paper -> its params file, as errors show it
         self.algorithms: dict[str, dict[str, dict[str, Any]]] = {}
         for key, paper in self.papers.items():
             given = (paper_params or {}).get(key)
@@ -145,10 +157,11 @@ class Params:
 
     # -- reading ------------------------------------------------------------------------------
     def _add_paper(self, key: str, paper: Paper, raw: dict[str, Any] | None) -> None:
-        path = paper.params_file
+        path = _shown(paper.params_file)
+        self.paper_file[key] = str(path)
         if raw is None:
             raw = read_yaml(path) if path.exists() else {}
-        check_keys(raw, PAPER_KEYS, str(path))
+        check_keys(raw, PAPER_KEYS, f"{path}:")
         for name, entry in mapping(raw.get("experiments") or {}, f"{path}:experiments").items():
             if name in self.experiments:
                 raise UserError(f"{path}:experiments.{name}: already defined by paper "
@@ -163,14 +176,18 @@ class Params:
 
     def _validate_entries(self) -> None:
         """Check every entry's names and options now, before any stage writes anything."""
+        cat = f"{self.catalogue_file}:"
         for name in self.datasets:
             source, options = self.dataset(name)
-            build_options(DATA_SOURCES.get(source).options, options, f"datasets.{name}")
+            cls = DATA_SOURCES.get(source).options
+            check_keys(options, [*_fields(cls), "source"], f"{cat}datasets.{name}")
+            build_options(cls, options, f"{cat}datasets.{name}")
         for name in self.partitions:
             entry = self.partition(name)
-            scheme = SCHEMES.get(entry.pop("scheme"))
+            cls = SCHEMES.get(entry.pop("scheme")).options
             entry.pop("dataset")
-            build_options(scheme.options, entry, f"partitions.{name}")
+            check_keys(entry, [*_fields(cls), "dataset", "scheme"], f"{cat}partitions.{name}")
+            build_options(cls, entry, f"{cat}partitions.{name}")
         for name in self.experiments:
             self.experiment(name)
         for paper, algorithms in self.algorithms.items():
@@ -228,15 +245,16 @@ class Params:
         """(source name, its options) of dataset `name`."""
         if name not in self.datasets:
             raise unknown_name("dataset", name, list(self.datasets))
-        entry = mapping(self.datasets[name], f"datasets.{name}")
+        key = f"{self.catalogue_file}:datasets.{name}"
+        entry = mapping(self.datasets[name], key)
         source = entry.pop("source", None)
-        DATA_SOURCES.get(str(source), f"datasets.{name}.source")
+        DATA_SOURCES.get(str(source), f"{key}.source")
         return str(source), entry
 
     def partition(self, name: str) -> dict[str, Any]:
         if name not in self.partitions:
             raise unknown_name("partition", name, list(self.partitions))
-        key = f"partitions.{name}"
+        key = f"{self.catalogue_file}:partitions.{name}"
         entry = mapping(self.partitions[name], key)
         if entry.get("dataset") not in self.datasets:
             raise unknown_name(f"{key}.dataset", entry.get("dataset"), list(self.datasets))
@@ -252,7 +270,7 @@ class Params:
         if name not in self.experiments:
             raise unknown_name("experiment", name, list(self.experiments))
         paper = self.paper_of[name]
-        key = f"experiments.{name}"
+        key = f"{self.paper_file[paper]}:experiments.{name}"
         entry = dict(self.experiments[name])
         check_keys(entry, EXPERIMENT_KEYS, key)
         if "partition" not in entry:
@@ -260,8 +278,12 @@ class Params:
         if entry["partition"] not in self.partitions:
             raise unknown_name(f"{key}.partition", entry["partition"], list(self.partitions))
         model = entry.get("model")
+        model_options = mapping(entry.get("model_options") or {}, f"{key}.model_options")
         if model is not None:
-            MODELS.get(str(model), f"{key}.model")
+            spec = MODELS.get(str(model), f"{key}.model")
+            build_options(spec.options, model_options, f"{key}.model_options")
+        elif model_options:
+            raise UserError(f"{key}.model_options: set without a model")
         training = self.training(entry.get("training"), f"{key}.training")
         schedule = build_options(Schedule, training, f"{key}.training")
         if model is not None:
@@ -279,7 +301,7 @@ class Params:
         return Experiment(
             name=name, paper=paper, partition=str(entry["partition"]),
             model=None if model is None else str(model),
-            model_options=mapping(entry.get("model_options") or {}, f"{key}.model_options"),
+            model_options=model_options,
             schedule=schedule, title=str(entry.get("title", name)),
             algorithm_options=options,
             evaluators=None if evaluators is None else tuple(evaluators),
@@ -295,7 +317,7 @@ class Params:
             if len(owners) != 1:
                 raise UserError(f"algorithm {name!r}: defined by papers {owners}; name one")
             paper = owners[0]
-        key = f"algorithms.{name}"
+        key = f"{self.paper_file[paper]}:algorithms.{name}"
         if name not in self.algorithms[paper]:
             raise unknown_name(f"algorithm (paper {paper})", name, list(self.algorithms[paper]))
         entry = mapping(self.algorithms[paper][name], key)
@@ -310,7 +332,7 @@ class Params:
 
     @property
     def tracking(self) -> dict[str, Any]:
-        return mapping(self.raw.get("tracking") or {}, "tracking")
+        return mapping(self.raw.get("tracking") or {}, f"{self.catalogue_file}:tracking")
 
 
 def load_params(path: Path = Path("params.yaml")) -> Params:
@@ -321,7 +343,19 @@ def load_params(path: Path = Path("params.yaml")) -> Params:
     catalogue_path = root / "params.yaml"
     if catalogue_path.resolve() == path.resolve():
         return Params(path, raw)
-    return Params(path, raw, read_yaml(catalogue_path))
+    return Params(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path))
+
+
+def _fields(cls: type) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _shown(path: Path) -> Path:
+    """`path` as errors show it: relative to the working directory where it is below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path
 
 
 def suite_file(name: str, root: Path = Path(".")) -> Path:

@@ -20,10 +20,17 @@ def unknown_name(key: str, value: object, allowed: list[str] | tuple[str, ...]) 
                      f"allowed: {', '.join(sorted(allowed))}")
 
 
+def child(key: str, name: object) -> str:
+    """The path of `name` under `key`: `file.yaml:` + `a` -> `file.yaml:a`, `k` -> `k.a`."""
+    return f"{key}{name}" if key.endswith(":") else f"{key}.{name}"
+
+
 def check_keys(mapping: Mapping[str, Any], allowed: Iterable[str], key: str) -> None:
-    """Params are closed: an unknown key is an error naming its full path and the allowed."""
+    """Params are closed: an unknown key is an error naming its full path (`key` is the
+    path of `mapping`, e.g. `params.yaml:suite`, or `params.yaml:` for a file's top level),
+    the allowed keys and the closest one."""
     allowed = sorted(allowed)
     for name in mapping:
         if name not in allowed:
-            raise UserError(f"{key}.{name}: unknown key{_suggest(name, allowed)}; "
-                            f"allowed: {', '.join(allowed)}")
+            raise UserError(f"{child(key, name)}: unknown key{_suggest(name, allowed)}; "
+                            f"allowed: {', '.join(allowed) or '(none)'}")

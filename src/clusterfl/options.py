@@ -10,7 +10,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from clusterfl.errors import UserError
+from clusterfl.errors import UserError, check_keys
 
 T = TypeVar("T")
 
@@ -47,11 +47,7 @@ def build_options(cls: type[T], mapping: Mapping[str, Any] | None, key: str) -> 
     mapping = dict(mapping or {})
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     hints = typing.get_type_hints(cls)
-    unknown = sorted(set(mapping) - set(fields))
-    if unknown:
-        raise UserError(
-            f"{key}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(fields)) or '(none)'}"
-        )
+    check_keys({k: None for k in sorted(mapping)}, fields, key)
     values = {name: _check_type(f"{key}.{name}", v, hints[name]) for name, v in mapping.items()}
     try:
         options = cls(**values)
