@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from clusterfl.errors import UserError
+from clusterfl.errors import CorruptFile, UserError
 
 app = typer.Typer(
     help="Reproduce clustered and personalized federated learning papers.",
@@ -45,7 +45,13 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except UserError as err:
-            console.print(f"[red]error:[/red] {err}", highlight=False, soft_wrap=True)
+            message = str(err)
+            if isinstance(err, CorruptFile):
+                from pipeline.common import rebuild_command
+
+                command = rebuild_command(err.path)
+                message += f"; rebuild it with `{command}`" if command else ""
+            console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -153,6 +159,33 @@ def report(
     loaded = load_params(_suite_file(params, suite))
     paths = SuitePaths(loaded.suite)
     stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial)
+
+
+@app.command()
+@user_errors
+def track(
+    suite: SuiteOpt = "default",
+    params: ParamsOpt = None,
+    replay: Annotated[bool, typer.Option(
+        "--replay", help="Log the suite's trained cells the MLflow store lacks (e.g. trained "
+                         "while it was down) from their outputs; none is logged twice.")] = False,
+) -> None:
+    """MLflow and the suite's trained cells: `--replay` logs those the store lacks."""
+    from clusterfl.config import load_params
+    from pipeline import track as stage
+
+    name = load_params(_suite_file(params, suite)).suite
+    if not replay:
+        raise UserError("track: nothing to do; add --replay to log the cells the store lacks")
+    try:
+        stage.run(name, console, replay=True)
+    except UserError:
+        raise
+    except Exception as err:  # the store: one line, not MLflow's traceback
+        from clusterfl.tracking import reason
+
+        raise UserError(f"MLflow store unreachable ({reason(err)}); "
+                        "nothing was lost: run this again when it is up") from None
 
 
 @app.command()

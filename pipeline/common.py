@@ -44,6 +44,19 @@ class SuitePaths:
         return self.results / experiment / algorithm
 
 
+def rebuild_command(path: str | Path) -> str | None:
+    """The command that rebuilds a file of a suite's outputs (`SuitePaths`' layout), from
+    its path alone; None for a path outside that layout."""
+    parts = Path(path).parts
+    if len(parts) >= 5 and parts[-5] == "data" and parts[-3] == "raw":
+        return f"clusterfl download {parts[-2]} --suite {parts[-4]}"
+    if len(parts) >= 5 and parts[-5] == "data" and parts[-3] == "partitions":
+        return f"clusterfl partition {parts[-2]} --suite {parts[-4]}"
+    if len(parts) >= 6 and parts[-6] == "results" and parts[-2].startswith("seed"):
+        return f"clusterfl train {parts[-4]} {parts[-3]} --suite {parts[-5]}"
+    return None
+
+
 @contextmanager
 def output_dir(final: Path) -> Iterator[Path]:
     """Write a stage's outputs into a temporary sibling, then swap it in whole.

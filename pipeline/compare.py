@@ -1,14 +1,16 @@
 """`clusterfl compare A B`: are two result trees the same numbers? (e.g. before and after a
 code change). Every cell/seed history under both is compared metric by metric, round by
 round; per-round arrays (assignments, importance, holdout matrices) too. Wall-clock metrics
-(`kmeans_seconds`) are skipped: they differ between any two runs.
+(`kmeans_seconds`, kept in `timings.json` since histories keep timings apart; older
+histories held them in the records) are skipped: they differ between any two runs.
 """
 
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from clusterfl.history import load_history_json
 
 WALL_CLOCK = {"kmeans_seconds"}
 
@@ -30,7 +32,7 @@ def compare(a: Path, b: Path) -> list[dict[str, Any]]:
     left, right = _histories(a), _histories(b)
     rows = []
     for key in sorted(set(left) & set(right)):
-        ha, hb = (json.loads(p.read_text()) for p in (left[key], right[key]))
+        ha, hb = (load_history_json(p) for p in (left[key], right[key]))
         ra, rb = ha["records"], hb["records"]
         names_a = set(ra[0]) - WALL_CLOCK if ra else set()
         names_b = set(rb[0]) - WALL_CLOCK if rb else set()

@@ -1,11 +1,14 @@
 """Stage `train`: one cell of a suite (experiment x algorithm), every seed of the suite.
 
-Writes results/<suite>/<experiment>/<algorithm>/seed<k>/history.{json,csv} and summary.json;
-logs one MLflow parent run for the cell and a nested run per seed. How seeds run (in this
-process or in workers) is an executor's business (`clusterfl.execution`).
+Writes results/<suite>/<experiment>/<algorithm>/seed<k>/history.{json,csv} (and
+timings.json), summary.json and tracking.json (what `clusterfl track --replay` logs); logs one
+MLflow parent run for the cell and a nested run per seed, best effort (a store that is down
+costs one warning, never the run). How seeds run (in this process or in workers) is an
+executor's business (`clusterfl.execution`).
 """
 
 import dataclasses
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +17,13 @@ from rich.console import Console
 
 from clusterfl.callbacks import Callback, progress_callback, replay
 from clusterfl.config import load_params
+from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
 from clusterfl.execution import SeedJob, default_executor
 from clusterfl.history import RunHistory
 from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric
+from clusterfl.partition import load_partition
 from pipeline.common import SuitePaths, output_dir
 
 
@@ -47,11 +52,15 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
                     f"clusterfl partition {exp.partition} {suite}"), seed, engine)
             for seed in seeds]
+    load_dataset(dataset)  # validated before any run is created: a bad file is one line
+    for job in jobs:
+        load_partition(job.partition)
     cell = {"suite": params.suite, "experiment": params.experiments[experiment],
             "algorithm": {"method": alg.method, **dataclasses.asdict(alg.hyper)},
             "seeds": seeds, "partition": params.partitions[exp.partition],
             "schedule": dataclasses.asdict(exp.schedule)}
-    tracker = _tracker(params, experiment, algorithm, cell) if track else None
+    record = _tracking_record(params, experiment, algorithm, cell)
+    tracker = _tracker(record, params.suite, console) if track else None
     executor = default_executor(min(workers, len(jobs)))
 
     def live(job: SeedJob) -> list[Callback]:
@@ -68,13 +77,15 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
                     console.print(f"{job.name}: {_last(history)}")
                 history.write(out / f"seed{job.seed}")
                 summaries.append(history.summary())
-        except BaseException:
+        except BaseException as err:  # close the parent and its open seed runs
             if tracker is not None:
-                tracker.finish({}, status="FAILED")
+                killed = isinstance(err, KeyboardInterrupt | SystemExit)
+                tracker.finish({}, status="KILLED" if killed else "FAILED")
             raise
         mean = {k: float(np.mean([s[k] for s in summaries])) for k in summaries[0]}
         std = {f"{k}_std": float(np.std([s[k] for s in summaries])) for k in summaries[0]}
         atomic_write_json(out / "summary.json", {"seeds": seeds, **mean, **std})
+        atomic_write_json(out / "tracking.json", record)
         if tracker is not None:
             tracker.finish({**mean, **std})
     name = history.primary
@@ -96,10 +107,24 @@ def _last(history: RunHistory) -> str:
     return f"{name} {_fmt(name, last[name])} after {last['round']} rounds"
 
 
-def _tracker(params: Any, experiment: str, algorithm: str, cell: dict[str, Any]) -> Any:
-    from clusterfl.tracking import CellTracker, git_commit
+def _tracking_record(params: Any, experiment: str, algorithm: str,
+                     cell: dict[str, Any]) -> dict[str, Any]:
+    """What MLflow gets for this cell (written as tracking.json for a later replay)."""
+    from clusterfl.tracking import ATTEMPT_TAG, git_commit
 
     tags = {"stage": "train", "git_commit": git_commit(), "experiment": experiment,
-            "algorithm": algorithm, "suite": params.suite}
-    name = params.tracking.get("experiment", "clusterfl")
-    return CellTracker(name, f"{experiment}/{algorithm}", cell, tags)
+            "algorithm": algorithm, "suite": params.suite, ATTEMPT_TAG: uuid.uuid4().hex}
+    return {"experiment": params.tracking.get("experiment", "clusterfl"),
+            "run_name": f"{experiment}/{algorithm}", "params": cell, "tags": tags}
+
+
+def _tracker(record: dict[str, Any], suite: str, console: Console) -> Any:
+    from clusterfl.tracking import BestEffortTracker, CellTracker, default_tracking_uri
+
+    uri = default_tracking_uri()
+    return BestEffortTracker(
+        lambda: CellTracker(record["experiment"], record["run_name"], record["params"],
+                            record["tags"], uri=uri),
+        lambda line: console.print(f"[yellow]warning:[/yellow] {line}", highlight=False,
+                                   soft_wrap=True),
+        uri, f"clusterfl track --replay --suite {suite}")

@@ -1,6 +1,9 @@
-"""A real `mlflow server` on 127.0.0.1: `clusterfl train` sends its runs there."""
+"""A real `mlflow server` on 127.0.0.1: `clusterfl train` sends its runs there; a server
+that is down never stops a run, and `clusterfl track --replay` logs it later, once."""
 
+import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -22,46 +25,74 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def server(tmp_path):
-    port = _free_port()
+def _start(tmp_path: Path, port: int) -> subprocess.Popen:
+    """An `mlflow server` on 127.0.0.1:`port`, answering /health (else the test fails)."""
     proc = subprocess.Popen(
         [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
          "--default-artifact-root", str(tmp_path / "artifacts"), "--workers", "1"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
-    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                _stop(proc)
+                pytest.fail("mlflow server did not start")
+            time.sleep(0.5)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group; SIGKILL where it lingers (open keep-alive
+    connections hold uvicorn's graceful shutdown)."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+
+
+@pytest.fixture
+def server(tmp_path):
+    port = _free_port()
+    proc = _start(tmp_path, port)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("mlflow server did not start")
-                time.sleep(0.5)
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
+        _stop(proc)
+
+
+def _workspace(tmp_path: Path, rounds: int = 4) -> Path:
+    """A tiny default suite (one seed, `rounds` rounds, 6 clients) in `tmp_path / "ws"`."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["suite"].update(seeds=[0], training={"rounds": rounds})
+    params["datasets"]["p1_synthetic"].update(clients_per_cluster=2, max_size=120)
+    params["tracking"] = {"experiment": "server-test"}
+    (ws / "params.yaml").write_text(yaml.safe_dump(params))
+    return ws
+
+
+def _cli(ws: Path, uri: str, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MLFLOW_TRACKING_URI": uri, "PYTHONPATH": f"{ROOT}:{ROOT}/src"}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args, "-p", "params.yaml"],
+                          cwd=ws, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_train_logs_per_round_metrics_to_the_server(server, tmp_path):
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["suite"].update(seeds=[0], training={"rounds": 4})
-    params["datasets"]["p1_synthetic"].update(clients_per_cluster=2, max_size=120)
-    params["tracking"] = {"experiment": "server-test"}
-    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    env = {**os.environ, "MLFLOW_TRACKING_URI": server, "PYTHONPATH": f"{ROOT}:{ROOT}/src"}
+    ws = _workspace(tmp_path)
     for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"],
                  ["train", "p1_synthetic_mlr", "fedavg"]):
-        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args, "-p", "params.yaml"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        proc = _cli(ws, server, *args)
         assert proc.returncode == 0, proc.stderr
-    assert not (tmp_path / "mlflow.db").exists()  # the env var won over the default store
+    assert not (ws / "mlflow.db").exists()  # the env var won over the default store
 
     from mlflow.tracking import MlflowClient
 
@@ -76,3 +107,58 @@ def test_train_logs_per_round_metrics_to_the_server(server, tmp_path):
     assert parent.info.status == "FINISHED"
     assert parent.data.params["algorithm.method"] == "fedavg"
     assert "last_test_acc" in parent.data.metrics
+    # the live run carries its attempt id: a replay finds it and logs nothing
+    assert _cli(ws, server, "track", "--replay").returncode == 0
+    assert len(client.search_runs([exp.experiment_id])) == len(runs)
+
+
+def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_path):
+    """Server down: the cell trains, warns once, writes its history. Server up: the replay
+    logs the parent and the seed run with every round's metrics; a second replay nothing."""
+    ws = _workspace(tmp_path, rounds=3)
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"]):
+        assert _cli(ws, uri, *args).returncode == 0
+    start = time.monotonic()
+    proc = _cli(ws, uri, "train", "p1_synthetic_mlr", "pfedkm_k4")
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - start < 120  # no minutes of retries
+    assert proc.stderr.count("warning:") == 1 and "Traceback" not in proc.stderr
+    assert f"MLflow store {uri} unreachable" in proc.stderr
+    assert "clusterfl track --replay --suite default" in proc.stderr
+    cell = ws / "results/default/p1_synthetic_mlr/pfedkm_k4"
+    history = json.loads((cell / "seed0/history.json").read_text())
+    assert [r["round"] for r in history["records"]] == [1, 2, 3]
+    down = _cli(ws, uri, "track", "--replay")
+    assert down.returncode == 2 and down.stderr.count("\n") == 1
+    assert "MLflow store unreachable ([Errno 111] Connection refused)" in down.stderr
+
+    server = _start(tmp_path, port)
+    try:
+        first = _cli(ws, uri, "track", "--replay")
+        assert first.returncode == 0, first.stderr
+        assert "1 of 1 cells logged" in first.stderr
+        second = _cli(ws, uri, "track", "--replay")
+        assert "0 of 1 cells logged" in second.stderr and "already in the store" in second.stderr
+
+        from mlflow.tracking import MlflowClient
+
+        client = MlflowClient(uri)
+        exp = client.get_experiment_by_name("server-test")
+        runs = client.search_runs([exp.experiment_id])
+        assert sorted(r.info.run_name for r in runs) == [
+            "p1_synthetic_mlr/pfedkm_k4", "p1_synthetic_mlr/pfedkm_k4/seed0"]
+        assert all(r.info.status == "FINISHED" for r in runs)
+        child = next(r for r in runs if r.info.run_name.endswith("seed0"))
+        logged = client.get_metric_history(child.info.run_id, "test_acc")
+        assert [(m.step, m.value) for m in logged] == [
+            (r["round"], r["test_acc"]) for r in history["records"]]
+        timings = json.loads((cell / "seed0/timings.json").read_text())["records"]
+        seconds = client.get_metric_history(child.info.run_id, "kmeans_seconds")
+        assert [m.value for m in seconds] == [t["kmeans_seconds"] for t in timings]
+        parent = next(r for r in runs if r.info.run_name == "p1_synthetic_mlr/pfedkm_k4")
+        assert parent.data.metrics["last_test_acc"] == history["records"][-1]["test_acc"]
+        assert parent.data.params["algorithm.method"] == "pfedkm"
+    finally:
+        _stop(server)

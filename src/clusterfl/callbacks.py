@@ -34,7 +34,7 @@ class CallbackList:
 def replay(history: Any, callback: Callback) -> None:
     """Send a finished run's events to `callback` (a run trained in another process)."""
     callback.on_run_start({"rounds": len(history.records)})
-    for record in history.records:
+    for record in history.with_timings():
         callback.on_round_end(int(record["round"]), record)
     callback.on_run_end(history.summary())
 

@@ -9,6 +9,19 @@ class UserError(Exception):
     """Bad input from the user (a params key, a name, a file). The message is one line."""
 
 
+class CorruptFile(UserError):
+    """A data, partition or history file that fails validation (unreadable, wrong format,
+    shapes or dtypes, or a checksum that differs from the one recorded when it was written).
+    The CLI adds the command that rebuilds `path` (`pipeline.common.rebuild_command`)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path, self.problem = str(path), " ".join(str(problem).split())  # one line
+        super().__init__(f"{self.path}: {self.problem}")
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:  # crosses process boundaries
+        return CorruptFile, (self.path, self.problem)
+
+
 def _suggest(value: object, allowed: Iterable[str]) -> str:
     close = difflib.get_close_matches(str(value), list(allowed), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""

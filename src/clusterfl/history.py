@@ -1,4 +1,10 @@
-"""A run's history: one record of metrics per round, written as JSON and CSV (DVC outs)."""
+"""A run's history: one record of metrics per round, written as JSON and CSV (DVC outs).
+
+Timings (metrics registered `wall_clock`, e.g. pFedKM's `kmeans_seconds`) are kept apart in
+`timings.json`, so that `history.json` and `history.csv` of one seed are byte-identical
+across runs. `history.json` records the sha256 of its content (`checksum`); `read_history`
+checks it, the format and the types, and names the file in one line when anything is off.
+"""
 
 import csv
 import io
@@ -7,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterfl.io import atomic_write_json, atomic_write_text
-from clusterfl.metrics import METRICS, metric
+from clusterfl.errors import CorruptFile
+from clusterfl.io import atomic_write_json, atomic_write_text, content_sha256
+from clusterfl.metrics import METRICS, is_wall_clock, metric
 
 PRIMARY = "test_acc"  # classification runs
 PRIMARY_REGRESSION = "test_mse"  # regression runs (lower is better)
@@ -35,11 +42,21 @@ class RunHistory:
     records: list[dict[str, float]] = field(default_factory=list)
     arrays: dict[str, list[list[Any]]] = field(default_factory=dict)
     primary: str | None = None
+    timings: list[dict[str, float]] = field(default_factory=list)  # wall-clock, per round
 
     def append(self, record: dict[str, float], arrays: dict[str, list[Any]] | None = None) -> None:
-        self.records.append(record)
+        """Add a round: its wall-clock values go to `timings`, the rest to `records`."""
+        timing = {k: v for k, v in record.items() if is_wall_clock(k)}
+        if timing:
+            self.timings.append({"round": record["round"], **timing})
+        self.records.append({k: v for k, v in record.items() if k not in timing})
         for name, value in (arrays or {}).items():
             self.arrays.setdefault(name, []).append(value)
+
+    def with_timings(self) -> list[dict[str, float]]:
+        """Every round's metrics with its timings merged in (for MLflow and figures)."""
+        extra = {t["round"]: t for t in self.timings}
+        return [{**r, **extra.get(r["round"], {})} for r in self.records]
 
     def summary(self, metric: str | None = None) -> dict[str, float]:
         """Last-round values, and the best value of `metric` and the round it came from.
@@ -61,8 +78,9 @@ class RunHistory:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        return {"primary": self.primary, "records": self.records, "arrays": self.arrays,
+        data = {"primary": self.primary, "records": self.records, "arrays": self.arrays,
                 "summary": self.summary()}
+        return data | {"checksum": content_sha256(data)}
 
     def write(self, directory: Path) -> None:
         atomic_write_json(directory / "history.json", self.to_json())
@@ -71,9 +89,62 @@ class RunHistory:
         writer.writeheader()
         writer.writerows(self.records)
         atomic_write_text(directory / "history.csv", buffer.getvalue())
+        if self.timings:
+            atomic_write_json(directory / "timings.json", {"records": self.timings})
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def load_history_json(path: Path) -> dict[str, Any]:
+    """The parsed `history.json` at `path`, validated: JSON, the keys and types the round
+    loop writes, rounds 1..n, and the recorded checksum where there is one (histories
+    written by hand, e.g. in tests, have none). Anything else is a `CorruptFile`."""
+    try:
+        data = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise CorruptFile(path, "missing") from None
+    except (OSError, ValueError) as err:  # UnicodeDecodeError and JSONDecodeError included
+        raise CorruptFile(path, f"not a valid history ({type(err).__name__}: {err})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+        raise CorruptFile(path, "not a history: expected an object with a `records` list")
+    records = data["records"]
+    if not records or not all(isinstance(r, dict) and all(_is_number(v) for v in r.values())
+                              for r in records):
+        raise CorruptFile(path, "`records` must be a non-empty list of numeric records")
+    if [r.get("round") for r in records] != list(range(1, len(records) + 1)):
+        raise CorruptFile(path, "`records` must hold rounds 1..n in order")
+    if not isinstance(data.get("arrays", {}), dict) or not all(
+            isinstance(v, list) for v in data.get("arrays", {}).values()):
+        raise CorruptFile(path, "`arrays` must map names to per-round lists")
+    if not isinstance(data.get("primary"), str | None):
+        raise CorruptFile(path, "`primary` must be a metric name or null")
+    if "checksum" in data:
+        recorded = data.pop("checksum")
+        if recorded != content_sha256(data):
+            raise CorruptFile(path, "checksum differs from the one recorded when it was "
+                                    "written (the file was changed)")
+    return data
+
+
+def read_timings(directory: Path) -> list[dict[str, float]]:
+    """The per-round timings beside a history (`timings.json`); none where it is absent."""
+    path = directory / "timings.json"
+    if not path.exists():
+        return []
+    try:
+        data = json.loads(path.read_bytes())
+        timings = data["records"]
+        if not all(isinstance(t, dict) and all(_is_number(v) for v in t.values())
+                   for t in timings):
+            raise ValueError("non-numeric timing")
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise CorruptFile(path, f"not valid timings ({type(err).__name__}: {err})") from None
+    return timings
 
 
 def read_history(directory: Path) -> RunHistory:
-    data = json.loads((directory / "history.json").read_text())
-    return RunHistory(records=data["records"], arrays=data["arrays"],
-                      primary=data.get("primary"))
+    data = load_history_json(directory / "history.json")
+    return RunHistory(records=data["records"], arrays=data.get("arrays", {}),
+                      primary=data.get("primary"), timings=read_timings(directory))

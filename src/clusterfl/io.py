@@ -1,5 +1,7 @@
-"""Atomic file writes: a result is either complete on disk or absent, never half-written."""
+"""Atomic file writes: a result is either complete on disk or absent, never half-written;
+and the content checksums recorded in written files and checked when they are read."""
 
+import hashlib
 import json
 import os
 import tempfile
@@ -31,9 +33,61 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True) + "\n")
 
 
+NPZ_CHECKSUM = "__sha256__"  # the entry of an .npz that holds the sha256 of the others
+
+
+def content_sha256(obj: Any) -> str:
+    """sha256 of a JSON value in canonical form (sorted keys): equal after a JSON round trip."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def arrays_sha256(arrays: dict[str, np.ndarray]) -> str:
+    """sha256 over every array's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}|{a.dtype.str}|{a.shape}|".encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()
+
+
 def atomic_write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Write `arrays` compressed, with their checksum as entry `NPZ_CHECKSUM`."""
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    checksum = np.array(arrays_sha256(arrays))
+
     def write(tmp: Path) -> None:
         with tmp.open("wb") as f:
-            np.savez_compressed(f, **arrays)
+            np.savez_compressed(f, **arrays, **{NPZ_CHECKSUM: checksum})
 
     _atomic(path, write)
+
+
+def read_npz(path: Path, kinds: dict[str, str], what: str) -> dict[str, np.ndarray]:
+    """Every array of the `.npz` at `path`, validated: a readable archive without pickled
+    objects, the checksum recorded when it was written, and each name of `kinds` present
+    with a dtype of that kind (numpy kind letters, e.g. "iu" for integers, "f", "U").
+    Anything else is a one-line `CorruptFile` naming the file; `what` names the kind of file.
+    """
+    from clusterfl.errors import CorruptFile
+
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {name: f[name] for name in f.files}
+    except FileNotFoundError:
+        raise CorruptFile(path, "missing") from None
+    except Exception as err:  # zipfile, zlib, pickle and format errors all mean: unreadable
+        raise CorruptFile(path, f"not a valid {what} ({type(err).__name__}: {err})") from None
+    recorded = arrays.pop(NPZ_CHECKSUM, None)
+    if recorded is None:
+        raise CorruptFile(path, f"not a {what} written by clusterfl (no recorded checksum)")
+    if str(recorded) != arrays_sha256(arrays):
+        raise CorruptFile(path, "checksum differs from the one recorded when it was written "
+                                "(the file was changed)")
+    for name, kind in kinds.items():
+        if name not in arrays:
+            raise CorruptFile(path, f"not a valid {what}: no array {name!r}")
+        if arrays[name].dtype.kind not in kind:
+            raise CorruptFile(path, f"not a valid {what}: {name!r} has dtype "
+                                    f"{arrays[name].dtype}")
+    return arrays

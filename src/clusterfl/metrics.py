@@ -16,6 +16,7 @@ class Metric:
     label: str  # axis and table label, unit included
     lower_is_better: bool
     percent: bool = False  # recorded as a fraction, shown in %
+    wall_clock: bool = False  # a timing: kept apart from the metrics (history `timings.json`)
 
     @property
     def scale(self) -> float:
@@ -31,6 +32,11 @@ METRICS: Registry[Metric] = Registry("metric")
 def register(metric: Metric) -> Metric:
     METRICS.add(metric.name)(metric)
     return metric
+
+
+def is_wall_clock(name: str) -> bool:
+    """Whether `name` is a registered timing (differs between any two runs of one seed)."""
+    return name in METRICS and METRICS.get(name).wall_clock
 
 
 def metric(name: str) -> Metric:
@@ -61,7 +67,8 @@ MIXTURE_MAE = register(Metric("mixture_mae", "importance-weight MAE", True))
 ARI = register(Metric("ari", "cluster recovery (ARI)", False))
 NMI = register(Metric("nmi", "cluster recovery (NMI)", False))
 # Algorithms' own diagnostics (pFedKM, P1 Figs. 4-5).
-KMEANS_SECONDS = register(Metric("kmeans_seconds", "k-means time per round (s)", True))
+KMEANS_SECONDS = register(Metric("kmeans_seconds", "k-means time per round (s)", True,
+                                 wall_clock=True))
 KMEANS_ITERATIONS = register(Metric("kmeans_iterations", "k-means iterations per round", True))
 CENTER_DISTANCE = register(
     Metric("center_distance", "mean distance between cluster models", False))

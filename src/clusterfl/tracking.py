@@ -3,16 +3,40 @@
 One parent run per trained cell (experiment x algorithm) holding its params, tags and the
 mean over seeds; one nested run per seed holding the per-round curves (one `log_batch` call
 per round). Everything goes through an explicit `MlflowClient`, never global run state.
+
+Tracking is best effort (`BestEffortTracker`): a store that is down or slow costs a few
+seconds (short HTTP timeout, one retry), one warning line, and no more calls for that cell;
+training goes on and writes its history. Each cell's outputs hold `tracking.json` (the
+MLflow experiment, run name, params, tags and the attempt id every run of the cell is tagged
+with), from which `replay_cell` logs a cell later; a cell whose FINISHED parent run is in the
+store is never logged again, and the partial runs of an attempt cut off mid-way are deleted
+before its replay, so nothing is logged twice.
 """
 
 import hashlib
 import json
+import logging
 import os
+import re
 import subprocess
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT_MARKER = "params.yaml"
+ATTEMPT_TAG = "clusterfl.attempt"  # one id per training of a cell, on the parent and seeds
+# MLflow's HTTP client retries for minutes by default; a run must not wait on the store.
+# Set only where the user has not set them.
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+                 "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}
+
+
+def configure_http() -> None:
+    """Short MLflow HTTP timeouts (`HTTP_DEFAULTS`), and no per-retry log lines."""
+    for name, value in HTTP_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
 
 
 def default_tracking_uri(root: Path | None = None) -> str:
@@ -47,14 +71,24 @@ def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+def reason(err: BaseException) -> str:
+    """A short one-line cause of a store error (MLflow's messages nest whole URLs)."""
+    text = " ".join(str(err).split())
+    found = re.search(r"\[Errno -?\d+\] [^\"')]+|Read timed out|timed out", text)
+    return found.group(0) if found else f"{type(err).__name__}: {text[:120]}"
+
+
 class CellTracker:
-    """Creates the parent run of a cell and one child run per seed."""
+    """Creates the parent run of a cell and one child run per seed; `finish` closes the
+    seed runs still open with the parent's status, so a failed cell leaves nothing RUNNING."""
 
     def __init__(self, experiment: str, run_name: str, params: dict[str, Any],
                  tags: dict[str, str], uri: str | None = None) -> None:
         from mlflow.tracking import MlflowClient
 
+        configure_http()
         self.client = MlflowClient(uri or default_tracking_uri())
+        self.open: set[str] = set()  # seed runs not yet terminated
         found = self.client.get_experiment_by_name(experiment)
         self.experiment_id = (found.experiment_id if found is not None
                               else self.client.create_experiment(experiment))
@@ -77,11 +111,15 @@ class CellTracker:
         run = self.client.create_run(self.experiment_id, run_name=f"{self.run_name}/seed{seed}",
                                      tags=tags)
         self._log_params(run.info.run_id)
-        return SeedRunCallback(self.client, run.info.run_id)
+        self.open.add(run.info.run_id)
+        return SeedRunCallback(self.client, run.info.run_id, self.open.discard)
 
     def finish(self, summary: dict[str, float], status: str = "FINISHED") -> None:
         from mlflow.entities import Metric
 
+        for child in sorted(self.open):
+            self.client.set_terminated(child, "FINISHED" if status == "FINISHED" else status)
+        self.open.clear()
         run_id = self.parent.info.run_id
         metrics = [Metric(k, float(v), 0, 0) for k, v in summary.items()]
         if metrics:
@@ -92,9 +130,11 @@ class CellTracker:
 class SeedRunCallback:
     """Logs one seed's per-round metrics: exactly one MLflow call per round."""
 
-    def __init__(self, client: Any, run_id: str) -> None:
+    def __init__(self, client: Any, run_id: str,
+                 closed: Callable[[str], None] = lambda run_id: None) -> None:
         self.client = client
         self.run_id = run_id
+        self.closed = closed
 
     def on_run_start(self, info: dict[str, Any]) -> None:
         pass
@@ -110,3 +150,98 @@ class SeedRunCallback:
 
     def on_run_end(self, summary: dict[str, float]) -> None:
         self.client.set_terminated(self.run_id, "FINISHED")
+        self.closed(self.run_id)
+
+
+class _Off:
+    """The callback of a seed whose store is unreachable: does nothing."""
+
+    def on_run_start(self, info: dict[str, Any]) -> None: ...
+
+    def on_round_end(self, round_: int, metrics: dict[str, float]) -> None: ...
+
+    def on_run_end(self, summary: dict[str, float]) -> None: ...
+
+
+class BestEffortTracker:
+    """A `CellTracker` whose store may be down or slow: the first error (creating the runs
+    included) prints one warning through `warn` and turns tracking off for the rest of the
+    cell; no error from the store ever reaches the training."""
+
+    def __init__(self, make: Callable[[], CellTracker], warn: Callable[[str], None],
+                 uri: str, later: str) -> None:
+        self.warn, self.uri, self.later = warn, uri, later
+        self.down = False
+        self.tracker: CellTracker | None = self._call(make)
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        if self.down:
+            return None
+        try:
+            return fn(*args)
+        except Exception as err:  # any failure of the store: warn once, stop calling it
+            self.down = True
+            self.warn(f"MLflow store {self.uri} unreachable ({reason(err)}); "
+                      f"training goes on and writes its history; log it later with "
+                      f"`{self.later}`")
+            return None
+
+    def seed_callback(self, seed: int) -> Any:
+        tracker = self.tracker
+        made = None if tracker is None else self._call(tracker.seed_callback, seed)
+        return _Off() if made is None else _Guarded(self, made)
+
+    def finish(self, summary: dict[str, float], status: str = "FINISHED") -> None:
+        if self.tracker is not None:
+            self._call(self.tracker.finish, summary, status)
+
+    @property
+    def logged(self) -> bool:
+        """Whether every call reached the store (else the cell needs a replay)."""
+        return self.tracker is not None and not self.down
+
+
+class _Guarded:
+    """A seed callback whose calls go through `BestEffortTracker._call`."""
+
+    def __init__(self, owner: BestEffortTracker, callback: SeedRunCallback) -> None:
+        self.owner, self.callback = owner, callback
+
+    def on_run_start(self, info: dict[str, Any]) -> None:
+        self.owner._call(self.callback.on_run_start, info)
+
+    def on_round_end(self, round_: int, metrics: dict[str, float]) -> None:
+        self.owner._call(self.callback.on_round_end, round_, metrics)
+
+    def on_run_end(self, summary: dict[str, float]) -> None:
+        self.owner._call(self.callback.on_run_end, summary)
+
+
+def replay_cell(record: dict[str, Any], seeds: Sequence[tuple[int, Any]],
+                summary: dict[str, float], uri: str | None = None) -> bool:
+    """Log a cell trained earlier from its outputs: `record` is its `tracking.json`, `seeds`
+    (seed, `RunHistory`) pairs, `summary` its summary metrics. Returns False (and logs
+    nothing) where the store already holds the cell's FINISHED parent run; runs of the same
+    attempt that are not FINISHED (logging cut off mid-way) are deleted first."""
+    from mlflow.tracking import MlflowClient
+
+    configure_http()
+    client = MlflowClient(uri or default_tracking_uri())
+    attempt = record["tags"][ATTEMPT_TAG]
+    found = client.get_experiment_by_name(record["experiment"])
+    if found is not None:
+        runs = client.search_runs([found.experiment_id],
+                                  filter_string=f"tags.`{ATTEMPT_TAG}` = '{attempt}'")
+        if any(r.info.status == "FINISHED" and "mlflow.parentRunId" not in r.data.tags
+               for r in runs):
+            return False
+        for run in runs:
+            client.delete_run(run.info.run_id)
+    tracker = CellTracker(record["experiment"], record["run_name"], record["params"],
+                          record["tags"], uri=uri)
+    from clusterfl.callbacks import replay
+
+    for seed, history in seeds:
+        replay(history, tracker.seed_callback(seed))
+    tracker.finish(summary)
+    return True

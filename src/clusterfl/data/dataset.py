@@ -5,7 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.io import atomic_write_npz
+from clusterfl.errors import CorruptFile
+from clusterfl.io import atomic_write_npz, read_npz
 
 
 @dataclass(frozen=True)
@@ -96,9 +97,14 @@ def save_dataset(dataset: Dataset, path: Path) -> None:
 
 
 def load_dataset(path: Path) -> Dataset:
-    with np.load(path) as f:
-        optional = {attr: f.get(attr, None) for attr in _OPTIONAL_ARRAYS}
-        names = lambda key: tuple(f[key].tolist()) if key in f else ()  # noqa: E731
+    """The dataset saved at `path`, validated (`clusterfl.io.read_npz`, then the shapes)."""
+    f = read_npz(path, {"x": "f", "y": "iuf", "num_classes": "iu", "name": "U",
+                        "info_keys": "U", "info_values": "U"}, "dataset file")
+    optional = {attr: f.get(attr, None) for attr in _OPTIONAL_ARRAYS}
+    names = lambda key: tuple(f[key].tolist()) if key in f else ()  # noqa: E731
+    try:
+        if f["x"].ndim < 2 or f["y"].ndim != 1:
+            raise ValueError(f"x has shape {f['x'].shape}, y {f['y'].shape}")
         return Dataset(
             name=str(f["name"]),
             x=f["x"],
@@ -108,6 +114,8 @@ def load_dataset(path: Path) -> Dataset:
             domain_names=names("domain_names"),
             modalities=names("modalities"),
             modality_sizes=tuple(int(s) for s in names("modality_sizes")),
-            extras={k[len("extra_"):]: f[k] for k in f.files if k.startswith("extra_")},
+            extras={k[len("extra_"):]: f[k] for k in f if k.startswith("extra_")},
             **optional,
         )
+    except (ValueError, TypeError) as err:
+        raise CorruptFile(path, f"not a valid dataset file: {err}") from None

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.io import atomic_write_npz
+from clusterfl.errors import CorruptFile
+from clusterfl.io import atomic_write_npz, read_npz
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,19 @@ def save_partition(partition: Partition, path: Path) -> None:
 
 
 def load_partition(path: Path) -> Partition:
-    with np.load(path) as f:
+    """The partition saved at `path`, validated (`clusterfl.io.read_npz`, then the shapes:
+    index arrays are 1-d, sizes add up, one cluster / mixture row per client)."""
+    f = read_npz(path, {"train": "iu", "train_sizes": "iu", "test": "iu", "test_sizes": "iu"},
+                 "partition file")
+    try:
+        for name in ("train", "test", "holdout"):
+            flat, sizes = f.get(name), f.get(f"{name}_sizes")
+            if flat is None or sizes is None:
+                continue
+            if flat.ndim != 1 or sizes.ndim != 1 or sizes.sum() != len(flat) or (sizes < 0).any():
+                raise ValueError(f"{name} sizes do not add up to its {len(flat)} indices")
+        if len(f["train_sizes"]) != len(f["test_sizes"]):
+            raise ValueError("train and test list different numbers of clients")
         return Partition(
             train=_unpack(f["train"], f["train_sizes"]),
             test=_unpack(f["test"], f["test_sizes"]),
@@ -108,3 +121,5 @@ def load_partition(path: Path) -> Partition:
             if "holdout_sizes" in f and len(f["holdout_sizes"]) else (),
             distributions=tuple(f["distributions"].tolist()) if "distributions" in f else (),
         )
+    except (ValueError, TypeError) as err:
+        raise CorruptFile(path, f"not a valid partition file: {err}") from None

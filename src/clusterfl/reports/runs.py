@@ -5,7 +5,6 @@ of `history.json`, or, in histories written before it did, `test_acc` (classific
 `test_mse` (regression). Values are shown as `clusterfl.metrics` says: percent metrics x100.
 """
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.errors import UserError
+from clusterfl.history import load_history_json, read_timings
 from clusterfl.metrics import METRICS, TEST_ACC, TEST_LOSS, TEST_MSE, Metric, metric
 
 ASSIGNMENTS = "cluster"  # the per-round array of every client's cluster (IFCA, pFedKM)
@@ -67,9 +67,13 @@ def seed_dirs(results: Path, experiment: str, algorithm: str) -> list[Path]:
 
 
 def read_seed(seed_dir: Path) -> SeedHistory:
-    data = json.loads((seed_dir / "history.json").read_text())
-    return SeedHistory(seed=int(seed_dir.name.removeprefix("seed")), records=data["records"],
-                       arrays=data["arrays"], primary=primary_metric(data))
+    """One seed's history, validated (`history.load_history_json`), with its timings
+    (`timings.json`, e.g. k-means seconds) merged into the records for figures."""
+    data = load_history_json(seed_dir / "history.json")
+    timings = {t["round"]: t for t in read_timings(seed_dir)}
+    records = [r | timings.get(r["round"], {}) for r in data["records"]]
+    return SeedHistory(seed=int(seed_dir.name.removeprefix("seed")), records=records,
+                       arrays=data.get("arrays", {}), primary=primary_metric(data))
 
 
 def read_cell(results: Path, experiment: str, algorithm: str) -> list[SeedHistory]:
