@@ -50,7 +50,8 @@ def stale_entries(status: dict, outs: list[str]) -> list[str]:
                     problems += [f"out {p} {s}" for p, s in changes.items() if s not in MISSING]
                 elif kind == "changed deps":
                     problems += [f"{p} {s}" for p, s in changes.items()
-                                 if not (s in MISSING and _is_output(p, outs))]
+                                 if not (isinstance(s, str) and s in MISSING
+                                         and _is_output(p, outs))]
                 else:
                     problems.append(f"{kind}: {changes}")
         if problems:
@@ -90,7 +91,7 @@ def test_reproduce_cannot_dirty_git_status(clone):
     config = (clone / ".dvc/config").read_text()
     assert "autostage = false" in config
     outs = _outs(yaml.safe_load((clone / "dvc.lock").read_text()))
-    written = [*outs, "mlflow.db", "mlruns", ".dvc/tmp", ".dvc/cache"]
+    written = [*outs, "mlflow.db", "mlruns/0", ".dvc/tmp", ".dvc/cache"]
     proc = subprocess.run(["git", "check-ignore", "--no-index", "-v", "--non-matching", *written],
                           cwd=clone, capture_output=True, text=True, timeout=60)
     not_ignored = [line.split("\t")[-1] for line in proc.stdout.splitlines()
