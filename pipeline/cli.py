@@ -150,6 +150,8 @@ def report(
     partial: Annotated[bool, typer.Option(
         help="Leave out the suite's cells without results (listed in results.md) instead of "
              "stopping; for part of a suite trained by hand.")] = False,
+    track: Annotated[bool, typer.Option(
+        help="Log to MLflow the suite's trained cells it lacks (`track --replay`).")] = True,
 ) -> None:
     """Aggregate the suite's results into reports/<suite>/ (tables, figures, metrics.json)."""
     from clusterfl.config import load_params
@@ -159,6 +161,10 @@ def report(
     loaded = load_params(_suite_file(params, suite))
     paths = SuitePaths(loaded.suite)
     stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial)
+    if track:  # cells trained while the store was down are logged now, once
+        from pipeline.track import replay_pending
+
+        replay_pending(loaded.suite, console)
 
 
 @app.command()
@@ -178,7 +184,7 @@ def track(
     if not replay:
         raise UserError("track: nothing to do; add --replay to log the cells the store lacks")
     try:
-        stage.run(name, console, replay=True)
+        stage.run(name, console)
     except UserError:
         raise
     except Exception as err:  # the store: one line, not MLflow's traceback

@@ -29,30 +29,41 @@ def _read(path: Path) -> dict[str, Any]:
         raise CorruptFile(path, f"not valid JSON ({type(err).__name__}: {err})") from None
 
 
-def load_cell(cell: Path) -> tuple[dict[str, Any], list[tuple[int, Any]], dict[str, float]]:
-    """(tracking record, [(seed, history)], summary metrics) of a cell's outputs."""
-    record = _read(cell / "tracking.json")
+def load_cell(cell: Path) -> tuple[list[tuple[int, Any]], dict[str, float]]:
+    """([(seed, history)], summary metrics) of a cell's outputs, validated."""
     summary = _read(cell / "summary.json")
     seeds = [(seed, read_history(cell / f"seed{seed}")) for seed in summary.get("seeds", [])]
-    return record, seeds, {k: v for k, v in summary.items() if k != "seeds"}
+    return seeds, {k: v for k, v in summary.items() if k != "seeds"}
 
 
-def run(suite: str, console: Console, replay: bool, uri: str | None = None) -> int:
-    """Log (with `replay`) every cell of `suite` the store lacks; returns how many were."""
+def run(suite: str, console: Console, uri: str | None = None) -> int:
+    """Log every trained cell of `suite` the store lacks; returns how many were logged."""
     from clusterfl.tracking import default_tracking_uri, replay_cell
 
     uri = uri or default_tracking_uri()
     found = cells(SuitePaths(suite).results)
-    if not found:
-        console.print(f"no trained cells under {SuitePaths(suite).results}")
-        return 0
     logged = 0
     for cell in found:
-        record, seeds, summary = load_cell(cell)
-        if replay:
-            done = replay_cell(record, seeds, summary, uri=uri)
-            logged += done
-            console.print(f"{cell}: {'logged' if done else 'already in the store'}")
-    if replay:
-        console.print(f"{logged} of {len(found)} cells logged to {uri}")
+        done = replay_cell(_read(cell / "tracking.json"), lambda c=cell: load_cell(c), uri=uri)
+        logged += done
+        if done:
+            console.print(f"{cell}: logged")
+    console.print(f"{logged} of {len(found)} cells logged to {uri}; "
+                  f"{len(found) - logged} were there already")
     return logged
+
+
+def replay_pending(suite: str, console: Console) -> None:
+    """`run`, best effort (the report stage calls it): a store that is down is one warning."""
+    from clusterfl.tracking import reason
+
+    if not cells(SuitePaths(suite).results):
+        return
+    try:
+        run(suite, console)
+    except CorruptFile:
+        raise
+    except Exception as err:
+        console.print(f"[yellow]warning:[/yellow] MLflow store unreachable ({reason(err)}); "
+                      f"cells not logged yet stay on disk: `clusterfl track --replay --suite "
+                      f"{suite}` logs them", highlight=False, soft_wrap=True)

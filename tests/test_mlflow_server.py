@@ -113,8 +113,9 @@ def test_train_logs_per_round_metrics_to_the_server(server, tmp_path):
 
 
 def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_path):
-    """Server down: the cell trains, warns once, writes its history. Server up: the replay
-    logs the parent and the seed run with every round's metrics; a second replay nothing."""
+    """Server down: the cell trains, warns once, writes its history. Server up: the next
+    stage (report) logs the parent and the seed run with every round's metrics; a replay
+    after it logs nothing."""
     ws = _workspace(tmp_path, rounds=3)
     port = _free_port()
     uri = f"http://127.0.0.1:{port}"
@@ -136,11 +137,12 @@ def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_pa
 
     server = _start(tmp_path, port)
     try:
-        first = _cli(ws, uri, "track", "--replay")
+        first = _cli(ws, uri, "report", "--partial")  # the next stage that reaches it
         assert first.returncode == 0, first.stderr
         assert "1 of 1 cells logged" in first.stderr
         second = _cli(ws, uri, "track", "--replay")
-        assert "0 of 1 cells logged" in second.stderr and "already in the store" in second.stderr
+        assert second.returncode == 0, second.stderr
+        assert "0 of 1 cells logged" in second.stderr and "1 were there already" in second.stderr
 
         from mlflow.tracking import MlflowClient
 

@@ -217,12 +217,14 @@ class _Guarded:
         self.owner._call(self.callback.on_run_end, summary)
 
 
-def replay_cell(record: dict[str, Any], seeds: Sequence[tuple[int, Any]],
-                summary: dict[str, float], uri: str | None = None) -> bool:
-    """Log a cell trained earlier from its outputs: `record` is its `tracking.json`, `seeds`
-    (seed, `RunHistory`) pairs, `summary` its summary metrics. Returns False (and logs
-    nothing) where the store already holds the cell's FINISHED parent run; runs of the same
-    attempt that are not FINISHED (logging cut off mid-way) are deleted first."""
+def replay_cell(record: dict[str, Any],
+                load: Callable[[], tuple[Sequence[tuple[int, Any]], dict[str, float]]],
+                uri: str | None = None) -> bool:
+    """Log a cell trained earlier from its outputs: `record` is its `tracking.json`; `load`
+    returns its (seed, `RunHistory`) pairs and summary metrics, and is called only where
+    the cell must be logged. Returns False (and logs nothing) where the store already holds
+    the cell's FINISHED parent run; runs of the same attempt that are not FINISHED (logging
+    cut off mid-way) are deleted first."""
     from mlflow.tracking import MlflowClient
 
     configure_http()
@@ -237,6 +239,7 @@ def replay_cell(record: dict[str, Any], seeds: Sequence[tuple[int, Any]],
             return False
         for run in runs:
             client.delete_run(run.info.run_id)
+    seeds, summary = load()
     tracker = CellTracker(record["experiment"], record["run_name"], record["params"],
                           record["tags"], uri=uri)
     from clusterfl.callbacks import replay
