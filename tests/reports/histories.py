@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from clusterfl.history import RunHistory
+from clusterfl.io import content_sha256
 from clusterfl.papers import Paper
 
 
@@ -28,7 +29,9 @@ def write_accuracy_run(results: Path, exp: str, alg: str, seed: int, accs: Seque
 def declare_primary(seed_dir: Path, name: str) -> None:
     """Add the top-level `"primary"` the round loop writes into a history.json."""
     path = seed_dir / "history.json"
-    path.write_text(json.dumps(json.loads(path.read_text()) | {"primary": name}))
+    data = json.loads(path.read_text()) | {"primary": name}
+    data.pop("checksum")
+    path.write_text(json.dumps(data | {"checksum": content_sha256(data)}))
 
 
 @dataclass
