@@ -132,6 +132,9 @@ def test_read_npz_checks_format_checksum_and_dtypes(tmp_path):
     np.savez(path, x=np.array([object()], dtype=object))
     with pytest.raises(CorruptFile, match=r"not a valid test file \(ValueError: .*pickle"):
         read_npz(path, {}, "test file")
+    path.write_bytes(b"\x80\x04garbage")
+    with pytest.raises(CorruptFile, match=r"a\.npz: not a valid test file \(not an \.npz "):
+        read_npz(path, {}, "test file")
     with pytest.raises(CorruptFile, match=r"b\.npz: missing"):
         read_npz(tmp_path / "b.npz", {}, "test file")
 

@@ -72,10 +72,15 @@ def read_npz(path: Path, kinds: dict[str, str], what: str) -> dict[str, np.ndarr
     from clusterfl.errors import CorruptFile
 
     try:
+        with path.open("rb") as f:
+            if f.read(4) != b"PK\x03\x04":  # every .npz is a zip archive
+                raise CorruptFile(path, f"not a valid {what} (not an .npz archive)")
         with np.load(path, allow_pickle=False) as f:
             arrays = {name: f[name] for name in f.files}
     except FileNotFoundError:
         raise CorruptFile(path, "missing") from None
+    except CorruptFile:
+        raise
     except Exception as err:  # zipfile, zlib, pickle and format errors all mean: unreadable
         raise CorruptFile(path, f"not a valid {what} ({type(err).__name__}: {err})") from None
     recorded = arrays.pop(NPZ_CHECKSUM, None)
