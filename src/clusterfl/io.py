@@ -37,3 +37,7 @@ def atomic_write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
             np.savez_compressed(f, **arrays)
 
     _atomic(path, write)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    _atomic(path, lambda tmp: tmp.write_bytes(data))
