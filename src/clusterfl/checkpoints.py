@@ -141,7 +141,10 @@ class SeedCheckpoint:
 
     def finished(self) -> RunHistory | None:
         """The seed's history if it already finished under this key."""
-        return self._read(FINISHED)
+        history = self._read(FINISHED)
+        if history is not None:
+            self.log(f"{self.name}: finished before; its history is reused, not retrained")
+        return history
 
     def load(self) -> dict[str, Any] | None:
         """The last checkpointed state, if any (`FederatedAlgorithm.checkpoint_state`)."""
@@ -174,12 +177,14 @@ class CheckpointPolicy:
         return SeedCheckpoint(self.directory / f"seed{seed}", key, self.every, name)
 
 
-def remove_checkpoints(directory: Path) -> None:
-    """A finished cell's checkpoints (and its now empty parents up to `checkpoints/`)."""
-    shutil.rmtree(directory, ignore_errors=True)
-    for parent in list(directory.parents)[:3]:
+def remove_checkpoints(directory: Path, seeds: Sequence[int]) -> None:
+    """A finished cell's checkpoints of `seeds`, and the folders that leaves empty up to
+    `checkpoints/`."""
+    for seed in seeds:
+        shutil.rmtree(directory / f"seed{seed}", ignore_errors=True)
+    for folder in [directory, *list(directory.parents)[:3]]:
         try:
-            parent.rmdir()
+            folder.rmdir()
         except OSError:
             break
 
