@@ -199,3 +199,49 @@ def test_sigterm_finishes_the_round_checkpoints_and_stops(tmp_path):
     assert torch.load(tmp_path / "ckpt/seed0/state.pt", weights_only=False)["round"] == 3
     (fresh,) = jobs(tmp_path / "fresh", every=0)
     assert timeless(job()) == timeless(fresh())
+
+
+@pytest.mark.parametrize(("block", "message"), [
+    ({"every": -1}, r"params\.yaml:checkpoints\.every: expected an integer >= 0 .*got -1"),
+    ({"every": "10"}, r"params\.yaml:checkpoints\.every: expected an integer >= 0"),
+    ({"evry": 3}, r"params\.yaml:checkpoints\.evry: unknown key \(did you mean 'every'\?\)"),
+])
+def test_bad_checkpoint_params_name_the_key(tmp_path, block, message):
+    import yaml
+
+    from clusterfl.errors import UserError
+
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    raw["checkpoints"] = block
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(UserError, match=message):
+        _ = load_params(tmp_path / "params.yaml").checkpoint_every
+
+
+def test_default_interval():
+    assert PARAMS.checkpoint_every == 10
+
+
+def test_temporaries_of_dead_writers_are_removed(tmp_path):
+    from pipeline.common import output_dir
+
+    final = tmp_path / "pfedkm_k4"
+    dead = subprocess_pid()
+    stale = [tmp_path / f".pfedkm_k4.{dead}.abcd1234", tmp_path / ".pfedkm_k4.x8y_z2ab"]
+    live = tmp_path / f".pfedkm_k4.{os.getpid()}.live0000"  # a writer still at work
+    other = tmp_path / f".pfedkm_k4x.{dead}.abcd1234"  # another output's
+    for folder in (*stale, live, other):
+        folder.mkdir()
+    with output_dir(final) as out:
+        (out / "a.json").write_text("{}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [final.name, live.name, other.name])
+
+
+def subprocess_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    import subprocess
+
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
