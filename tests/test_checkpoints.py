@@ -16,7 +16,7 @@ from clusterfl.execution import SeedJob
 from clusterfl.history import RunHistory
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import save_partition
-from clusterfl.runner import run_seed
+from clusterfl.runner import SeedInputs, run_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = load_params(ROOT / "params.yaml")
@@ -128,15 +128,17 @@ def test_every_registered_method_is_covered():
     assert covered == {name for name, _ in ALGORITHMS}
 
 
-def test_checkpoints_are_small():
-    """The state holds what the rounds change, not the data (P5's data matrix, engines)."""
-    exp, alg, dataset, partition = problem("p5", "sncp")
-    ctx = alg.cls.make_context(type("Run", (), {"experiment": exp, "dataset": dataset,
-                                                "partition": partition, "seed": 0,
-                                                "engine": "vectorized", "device": "cpu"}))
-    instance = alg.cls(alg.hyper, ctx)
+@pytest.mark.parametrize(("paper", "name", "left_out"), [
+    ("p5", "sncp", {"x", "ctx", "hyper"}), ("p1", "pfedkm_k2", {"engine", "schedule", "ctx"})])
+def test_the_state_leaves_out_data_engines_and_context(paper, name, left_out):
+    """What the rounds change is saved; data, engines and the context are rebuilt."""
+    exp, alg, dataset, partition = problem(paper, name)
+    run = SeedInputs(exp, dataset, partition, 0)
+    instance = alg.cls(alg.hyper, alg.cls.make_context(run))
     instance.setup()
-    assert "x" not in instance.state_dict() and "ctx" not in instance.state_dict()
+    state = instance.state_dict()
+    assert left_out <= set(vars(instance)) and not left_out & set(state)
+    assert {"rng", "generator"} <= set(state)
 
 
 def jobs(tmp_path: Path, every: int, seeds=(0,), rounds: int = ROUNDS, lam: float | None = None):
