@@ -38,7 +38,7 @@ ThreadsOpt = Annotated[int | None, typer.Option(
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn a UserError into one line on stderr and exit status 2."""
+    """Turn a UserError into one line on stderr and exit status 2 (or its `exit_code`)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -52,7 +52,7 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 command = rebuild_command(err.path)
                 message += f"; rebuild it with `{command}`" if command else ""
             console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
-            raise typer.Exit(2) from None
+            raise typer.Exit(getattr(err, "exit_code", 2)) from None
 
     return wrapper
 

@@ -2,9 +2,11 @@
 
 Every suite writes under its own name, so switching suites never overwrites another suite's
 data, results or reports: data/<suite>/raw/<dataset>, data/<suite>/partitions/<partition>,
-results/<suite>/<experiment>/<algorithm>, reports/<suite>/.
+results/<suite>/<experiment>/<algorithm>, reports/<suite>/; a cell's round checkpoints live
+apart from its DVC out, in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoints`).
 """
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -43,6 +45,31 @@ class SuitePaths:
     def cell_dir(self, experiment: str, algorithm: str) -> Path:
         return self.results / experiment / algorithm
 
+    def checkpoint_dir(self, experiment: str, algorithm: str) -> Path:
+        return self.root / "checkpoints" / self.suite / experiment / algorithm
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temporaries(final: Path) -> list[Path]:
+    """The temporary siblings `.<name>.<pid>.*` of `final` left by killed processes (and
+    those of older versions without a pid); a live process's own are kept."""
+    removed = []
+    for tmp in final.parent.glob(f".{final.name}.*"):
+        pid = tmp.name[len(final.name) + 2:].split(".")[0]
+        if tmp.is_dir() and not (pid.isdigit() and _alive(int(pid))):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
 
 def rebuild_command(path: str | Path) -> str | None:
     """The command that rebuilds a file of a suite's outputs (`SuitePaths`' layout), from
@@ -62,10 +89,12 @@ def output_dir(final: Path) -> Iterator[Path]:
     """Write a stage's outputs into a temporary sibling, then swap it in whole.
 
     On any error the temporary directory is removed and `final` is left as it was, so a
-    failed stage leaves no half-written output behind.
+    failed stage leaves no half-written output behind; one a killed process left behind is
+    removed the next time (the name carries the writer's pid).
     """
     final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    remove_stale_temporaries(final)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=final.parent))
     try:
         yield tmp
     except BaseException:

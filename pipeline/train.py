@@ -4,7 +4,9 @@ Writes results/<suite>/<experiment>/<algorithm>/seed<k>/history.{json,csv} (and
 timings.json), summary.json and tracking.json (what `clusterfl track --replay` logs); logs one
 MLflow parent run for the cell and a nested run per seed, best effort (a store that is down
 costs one warning, never the run). How seeds run (in this process or in workers) is an
-executor's business (`clusterfl.execution`).
+executor's business (`clusterfl.execution`). Seeds resume from their round checkpoints in
+checkpoints/<suite>/<experiment>/<algorithm>/ (`clusterfl.checkpoints`), which are removed
+once the cell's results are in place.
 """
 
 import dataclasses
@@ -16,6 +18,7 @@ import numpy as np
 from rich.console import Console
 
 from clusterfl.callbacks import Callback, progress_callback, replay
+from clusterfl.checkpoints import CheckpointPolicy, remove_checkpoints
 from clusterfl.config import load_params
 from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
@@ -49,8 +52,11 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     suite = f"--suite {params.suite}"
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
                        f"{suite}")
+    checkpoints = CheckpointPolicy(paths.checkpoint_dir(experiment, algorithm),
+                                   params.checkpoint_every)
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
-                    f"clusterfl partition {exp.partition} {suite}"), seed, engine)
+                    f"clusterfl partition {exp.partition} {suite}"), seed, engine,
+                    checkpoints=checkpoints)
             for seed in seeds]
     load_dataset(dataset)  # validated before any run is created: a bad file is one line
     for job in jobs:
@@ -88,6 +94,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         atomic_write_json(out / "tracking.json", record)
         if tracker is not None:
             tracker.finish({**mean, **std})
+    remove_checkpoints(checkpoints.directory, seeds)
     name = history.primary
     if name is not None:
         last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))

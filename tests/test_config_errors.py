@@ -78,7 +78,8 @@ def test_presets_and_yaml_merges_reach_the_schedule():
      r"partitions\.p2_1090\.pattern: '10:80' is not allowed; allowed: 10:90, 30:70, linear"),
     # closed params: unknown keys at every level name their full path
     (lambda r, p: r.update(trainng={}),
-     r"^params\.yaml:trainng: unknown key .*; allowed: datasets, partitions, suite, tracking"),
+     r"^params\.yaml:trainng: unknown key .*; allowed: checkpoints, datasets, partitions, "
+     r"suite, tracking"),
     (lambda r, p: r["suite"].update(trainng={"rounds": 5}),
      r"params\.yaml:suite\.trainng: unknown key \(did you mean 'training'\?\)"),
     (lambda r, p: p["p1"]["experiments"]["p1_synthetic_mlr"].update(modle_options={}),

@@ -25,6 +25,18 @@ def test_line_progress_prints_every_interval_and_at_the_last_round():
                      "exp/alg/seed0: round 4/4 test_mse=0.5 elapsed 50s eta 0s"]
 
 
+def test_line_progress_eta_counts_only_the_rounds_trained_after_a_resume():
+    lines: list[str] = []
+    clock = Clock()
+    progress = LineProgress("s", total=10, interval=30.0, write=lines.append, clock=clock)
+    progress.on_run_start({"rounds": 10, "primary": None, "resumed_at": 6})
+    for round_ in range(1, 7):  # the restored rounds, replayed at once
+        progress.on_round_end(round_, {"round": round_})
+    clock.now = 40.0  # round 7 and 8 took 20 s each
+    progress.on_round_end(8, {"round": 8})
+    assert lines == ["s: round 8/10 elapsed 40s eta 40s"]
+
+
 def test_list_algorithms_shows_the_names_train_takes():
     from typer.testing import CliRunner
 

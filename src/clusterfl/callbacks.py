@@ -1,5 +1,7 @@
-"""Callbacks the round loop calls; tracking, checkpoints and progress bars live here, so
-algorithms never import MLflow or a UI library."""
+"""Callbacks the round loop calls; tracking and progress bars live here, so algorithms never
+import MLflow or a UI library. (Checkpoints need the loop's state, so the loop writes them:
+`clusterfl.checkpoints`.) A resumed run replays its restored rounds to the callbacks first;
+`on_run_start`'s `resumed_at` says how many."""
 
 from typing import Any, Protocol
 
@@ -93,6 +95,7 @@ class LineProgress:
 
     def on_run_start(self, info: dict[str, Any]) -> None:
         self.primary = info.get("primary")
+        self.resumed = int(info.get("resumed_at", 0))  # rounds restored from a checkpoint
         self.start = self.last = self.clock()
 
     def on_round_end(self, round_: int, metrics: dict[str, float]) -> None:
@@ -101,7 +104,7 @@ class LineProgress:
             return
         self.last = now
         elapsed = now - self.start
-        eta = elapsed / round_ * (self.total - round_)
+        eta = elapsed / max(round_ - self.resumed, 1) * (self.total - round_)
         metric = _metric_text(self.primary, metrics)
         self.write(f"{self.description}: round {round_}/{self.total} {metric} "
                    f"elapsed {elapsed:.0f}s eta {eta:.0f}s".replace("  ", " "))

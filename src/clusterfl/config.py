@@ -8,7 +8,8 @@ Three kinds of file, read together:
   `partitions` it prepares, the `cells` it trains (`<experiment>-<algorithm>: {paper,
   experiment, algorithm}`), optional extra paper modules (`papers`), and DVC plumbing
   (`file`: this file's path from the repository root, `root`: the way back to it);
-- the **catalogue**, the root `params.yaml`: shared `datasets`, `partitions`, `tracking`;
+- the **catalogue**, the root `params.yaml`: shared `datasets`, `partitions`, `tracking`,
+  `checkpoints` (how often a seed writes a round checkpoint; shapes no number);
 - each **paper's** `params.yaml` (`clusterfl.papers`): its `experiments`, `algorithms` and
   named training `presets` (YAML anchors: `training: *table2`, `{<<: *table2, rounds: 200}`;
   DVC records the merged values, so a preset's change re-runs the cells that use it).
@@ -38,7 +39,7 @@ from clusterfl.partition import SCHEMES
 
 SUITE_KEYS = ("name", "file", "root", "seeds", "training", "datasets", "partitions", "cells",
               "papers")
-CATALOGUE_KEYS = ("suite", "datasets", "partitions", "tracking")
+CATALOGUE_KEYS = ("suite", "datasets", "partitions", "tracking", "checkpoints")
 PAPER_KEYS = ("experiments", "algorithms", "presets")
 EXPERIMENT_KEYS = ("title", "partition", "model", "model_options", "training",
                    "algorithm_options", "evaluators")
@@ -333,6 +334,17 @@ class Params:
     @property
     def tracking(self) -> dict[str, Any]:
         return mapping(self.raw.get("tracking") or {}, f"{self.catalogue_file}:tracking")
+
+    @property
+    def checkpoint_every(self) -> int:
+        """`checkpoints.every`: rounds between a seed's checkpoints (0: only on a signal)."""
+        entry = mapping(self.raw.get("checkpoints") or {}, "params.yaml:checkpoints")
+        check_keys(entry, ("every",), "params.yaml:checkpoints")
+        every = entry.get("every", 10)
+        if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+            raise UserError(f"params.yaml:checkpoints.every: expected an integer >= 0 (0: "
+                            f"only when SIGTERM/SIGINT stops a run), got {every!r}")
+        return every
 
 
 def load_params(path: Path = Path("params.yaml")) -> Params:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from clusterfl.callbacks import Callback
+from clusterfl.callbacks import Callback, replay
+from clusterfl.checkpoints import CheckpointPolicy, SeedCheckpoint, run_key
 from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.data import load_dataset
 from clusterfl.engine.threads import configure_threads, split_threads
@@ -38,15 +39,35 @@ class SeedJob:
     seed: int
     engine: str = "vectorized"
     device: str = "cpu"
+    checkpoints: CheckpointPolicy | None = None  # None: no resume, no checkpoints
 
     @property
     def name(self) -> str:
         return f"{self.experiment.name}/{self.algorithm.name}/seed{self.seed}"
 
+    def checkpoint(self) -> SeedCheckpoint | None:
+        """This seed's checkpoint, keyed by what determines its numbers."""
+        if self.checkpoints is None:
+            return None
+        key = run_key(self.experiment, self.algorithm.method, self.algorithm.hyper,
+                      [self.dataset, self.partition], self.seed, self.engine, self.device)
+        return self.checkpoints.open(self.seed, key, self.name)
+
     def __call__(self, callbacks: Sequence[Callback] = ()) -> RunHistory:
-        return run_seed(self.experiment, self.algorithm, _dataset(self.dataset),
-                        load_partition(self.partition), self.seed, callbacks,
-                        engine=self.engine, device=self.device)
+        """Train the seed, resuming from its checkpoint; a seed that already finished under
+        the same key is not trained again (its history goes to `callbacks` as a replay)."""
+        checkpoint = self.checkpoint()
+        done = checkpoint.finished() if checkpoint is not None else None
+        if done is not None:
+            for callback in callbacks:
+                replay(done, callback)
+            return done
+        history = run_seed(self.experiment, self.algorithm, _dataset(self.dataset),
+                           load_partition(self.partition), self.seed, callbacks,
+                           engine=self.engine, device=self.device, checkpoint=checkpoint)
+        if checkpoint is not None:
+            checkpoint.finish(history)
+        return history
 
 
 LiveCallbacks = Callable[[SeedJob], list[Callback]]

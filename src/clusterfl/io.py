@@ -96,3 +96,7 @@ def read_npz(path: Path, kinds: dict[str, str], what: str) -> dict[str, np.ndarr
             raise CorruptFile(path, f"not a valid {what}: {name!r} has dtype "
                                     f"{arrays[name].dtype}")
     return arrays
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    _atomic(path, lambda tmp: tmp.write_bytes(data))

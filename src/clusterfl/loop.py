@@ -9,6 +9,7 @@ callbacks. Neural algorithms (an engine, a schedule, a model) build on this in
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -16,6 +17,14 @@ import numpy as np
 import torch
 
 from clusterfl.callbacks import Callback, CallbackList
+from clusterfl.checkpoints import (
+    Interrupted,
+    SeedCheckpoint,
+    StopRequest,
+    global_rng_state,
+    set_global_rng_state,
+    stop_on_signals,
+)
 from clusterfl.history import RunHistory
 
 Params = dict[str, torch.Tensor]  # stacked models: name -> [rows, ...]
@@ -69,6 +78,9 @@ class FederatedAlgorithm(ABC):
     """Owns the round loop; subclasses fill in the hooks."""
 
     Hyper: ClassVar[type]
+    # Attributes set once from the hyperparameters and the context, not by the rounds: left
+    # out of `state_dict` (a subclass adds its own, e.g. a data matrix `setup` rebuilds).
+    transient: ClassVar[tuple[str, ...]] = ("hyper", "ctx")
 
     def __init__(self, hyper: Any, ctx: RunContext) -> None:
         self.hyper = hyper
@@ -121,10 +133,53 @@ class FederatedAlgorithm(ABC):
             return self.all_clients
         return torch.from_numpy(np.sort(self.rng.choice(self.num_clients, k, replace=False)))
 
+    # -- checkpoints ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the rounds change: every attribute but the `transient` ones (models,
+        centers, assignments, optimizer state, `rng`, `generator`, ...), as they are."""
+        return {name: value for name, value in vars(self).items()
+                if name not in self.transient}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Put back `state_dict()`; generators are restored in place, so whatever holds
+        them keeps drawing from the restored stream."""
+        for name, value in state.items():
+            current = getattr(self, name, None)
+            if isinstance(current, torch.Generator) and isinstance(value, torch.Generator):
+                current.set_state(value.get_state())
+            elif (isinstance(current, np.random.Generator)
+                  and isinstance(value, np.random.Generator)):
+                current.bit_generator.state = value.bit_generator.state
+            else:
+                setattr(self, name, value)
+
+    def checkpoint_state(self, round_: int, history: RunHistory,
+                         evaluators: Sequence[Evaluator]) -> dict[str, Any]:
+        """The loop after `round_`: the algorithm, the evaluators that keep state across
+        rounds (a `state_dict` method), the global generators and the history so far."""
+        return {"round": round_, "algorithm": self.state_dict(),
+                "evaluators": [e.state_dict() if hasattr(e, "state_dict") else None
+                               for e in evaluators],
+                "global_rng": global_rng_state(), "history": history}
+
+    def restore(self, state: dict[str, Any], evaluators: Sequence[Evaluator]) -> RunHistory:
+        """Undo `checkpoint_state`; returns the history up to its round."""
+        self.load_state_dict(state["algorithm"])
+        for evaluator, saved in zip(evaluators, state["evaluators"], strict=True):
+            if saved is not None:
+                evaluator.load_state_dict(saved)  # type: ignore[attr-defined]
+        set_global_rng_state(state["global_rng"])
+        return state["history"]
+
     # -- the loop -----------------------------------------------------------------------------
     def run(self, evaluators: Sequence[Evaluator] | None = None,
-            callbacks: list[Callback] | None = None) -> RunHistory:
-        """Setup, then `rounds` rounds; `evaluators` default to `default_evaluators()`."""
+            callbacks: list[Callback] | None = None,
+            checkpoint: SeedCheckpoint | None = None) -> RunHistory:
+        """Setup, then `rounds` rounds; `evaluators` default to `default_evaluators()`.
+
+        With a `checkpoint`, the run resumes after its last checkpointed round (the restored
+        rounds are replayed to the callbacks), checkpoints every `checkpoint.every` rounds,
+        and on SIGTERM/SIGINT finishes the round, checkpoints and raises `Interrupted`."""
         if evaluators is None:
             from clusterfl.evaluators import build_evaluators
 
@@ -133,19 +188,34 @@ class FederatedAlgorithm(ABC):
         primary = next((e.primary for e in evaluators if e.primary is not None), None)
         history = RunHistory(primary=primary)
         self.setup()
+        saved = checkpoint.load() if checkpoint is not None else None
+        if saved is not None:
+            history = self.restore(saved, evaluators)
         events.on_run_start({"clients": self.num_clients, "rounds": self.ctx.rounds,
-                             "primary": primary})
-        for round_ in range(1, self.ctx.rounds + 1):
-            self.round(round_, self.select_clients(round_))
-            view = self.view()
-            metrics: dict[str, float] = {"round": round_}
-            arrays: dict[str, list[Any]] = {}
-            for evaluator in evaluators:
-                metrics |= evaluator.evaluate(view)
-                arrays |= evaluator.arrays(view)
-            metrics |= self.round_metrics()
-            arrays |= self.round_arrays()
-            history.append(metrics, arrays)
-            events.on_round_end(round_, metrics)
+                             "primary": primary, "resumed_at": len(history.records)})
+        for record in history.records:
+            events.on_round_end(int(record["round"]), record)
+        signals = stop_on_signals(checkpoint.name) if checkpoint else nullcontext(StopRequest())
+        with signals as stop:
+            for round_ in range(len(history.records) + 1, self.ctx.rounds + 1):
+                self.round(round_, self.select_clients(round_))
+                view = self.view()
+                metrics: dict[str, float] = {"round": round_}
+                arrays: dict[str, list[Any]] = {}
+                for evaluator in evaluators:
+                    metrics |= evaluator.evaluate(view)
+                    arrays |= evaluator.arrays(view)
+                metrics |= self.round_metrics()
+                arrays |= self.round_arrays()
+                history.append(metrics, arrays)
+                if checkpoint is not None and checkpoint.due(round_):
+                    checkpoint.save(self.checkpoint_state(round_, history, evaluators))
+                events.on_round_end(round_, metrics)
+                if checkpoint is not None and stop.signum is not None:
+                    checkpoint.save(self.checkpoint_state(round_, history, evaluators))
+                    raise Interrupted(
+                        f"{checkpoint.name}: stopped by {stop.name} after round {round_} of "
+                        f"{self.ctx.rounds}; checkpoint in {checkpoint.directory}; run the "
+                        "same command again to resume", 128 + stop.signum)
         events.on_run_end(history.summary())
         return history

@@ -7,6 +7,7 @@ from typing import Any
 import torch
 
 from clusterfl.callbacks import Callback
+from clusterfl.checkpoints import SeedCheckpoint
 from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.evaluators import build_evaluators
 from clusterfl.history import RunHistory
@@ -34,11 +35,13 @@ def run_seed(
     callbacks: Sequence[Callback] = (),
     engine: str = "vectorized",
     device: str = "cpu",
+    checkpoint: SeedCheckpoint | None = None,
 ) -> RunHistory:
-    """Train `algorithm` on `experiment` with `seed`; returns the per-round history."""
+    """Train `algorithm` on `experiment` with `seed`; returns the per-round history.
+    With a `checkpoint` the run resumes from it and writes to it (`FederatedAlgorithm.run`)."""
     torch.manual_seed(seed)  # only for code outside our explicit generators (none expected)
     inputs = SeedInputs(experiment, dataset, partition, seed, engine, device)
     ctx = algorithm.cls.make_context(inputs)
     instance = algorithm.cls(algorithm.hyper, ctx)
     names = experiment.evaluators or instance.default_evaluators()
-    return instance.run(build_evaluators(list(names), ctx), list(callbacks))
+    return instance.run(build_evaluators(list(names), ctx), list(callbacks), checkpoint)

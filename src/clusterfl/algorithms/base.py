@@ -99,6 +99,7 @@ class NeuralAlgorithm(FederatedAlgorithm):
     """The round loop with a model: client work goes through the engine."""
 
     ctx: NeuralContext
+    transient = (*FederatedAlgorithm.transient, "engine", "schedule")
 
     def __init__(self, hyper: Any, ctx: NeuralContext) -> None:
         super().__init__(hyper, ctx)

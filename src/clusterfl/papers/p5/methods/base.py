@@ -51,6 +51,7 @@ class P5Algorithm(FederatedAlgorithm):
 
     ctx: P5Context
     snapshot: Snapshot
+    transient = (*FederatedAlgorithm.transient, "x")  # the centralized methods' data matrix
 
     @classmethod
     def make_context(cls, run: Any) -> P5Context:
