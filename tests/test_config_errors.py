@@ -173,6 +173,16 @@ def test_a_suite_file_names_itself_and_the_catalogue(tmp_path):
     assert "suites/mine" not in str(info.value)
 
 
+def test_a_renamed_copy_of_the_root_file_is_its_own_catalogue(tmp_path):
+    raw = copy.deepcopy(RAW)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    raw["suite"]["training"]["rondus"] = 3
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(UserError, match=r"mine\.yaml:suite\.training\.rondus: unknown key "
+                                        r"\(did you mean 'rounds'\?\)"):
+        load_params(tmp_path / "mine.yaml")
+
+
 def test_cli_empty_params_file_is_named(tmp_path):
     (tmp_path / "mine.yaml").write_text("")
     proc = subprocess.run(

@@ -348,13 +348,14 @@ class Params:
 
 
 def load_params(path: Path = Path("params.yaml")) -> Params:
-    """Read and validate suite file `path` (with the catalogue at its `suite.root`)."""
+    """Read and validate suite file `path` (with the catalogue at its `suite.root`, unless
+    it holds `datasets`/`partitions` itself, as a copy of the root params.yaml does)."""
     raw = read_yaml(path)
     suite = mapping(raw.get("suite") or {}, f"{path}:suite")
     root = (path.parent / str(suite.get("root", "."))).resolve()
     catalogue_path = root / "params.yaml"
-    if catalogue_path.resolve() == path.resolve():
-        return Params(path, raw)
+    if catalogue_path.resolve() == path.resolve() or {"datasets", "partitions"} & set(raw):
+        return Params(path, raw)  # the root file, or a copy of it: its own catalogue
     return Params(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path))
 
 

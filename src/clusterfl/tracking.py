@@ -195,11 +195,6 @@ class BestEffortTracker:
         if self.tracker is not None:
             self._call(self.tracker.finish, summary, status)
 
-    @property
-    def logged(self) -> bool:
-        """Whether every call reached the store (else the cell needs a replay)."""
-        return self.tracker is not None and not self.down
-
 
 class _Guarded:
     """A seed callback whose calls go through `BestEffortTracker._call`."""
