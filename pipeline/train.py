@@ -15,7 +15,7 @@ from rich.console import Console
 from clusterfl.callbacks import Callback, progress_callback, replay
 from clusterfl.config import load_params
 from clusterfl.errors import UserError
-from clusterfl.execution import SeedJob, default_executor
+from clusterfl.execution import Executor, SeedJob, default_executor
 from clusterfl.history import RunHistory
 from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric
@@ -30,8 +30,9 @@ def _require(path: Path, hint: str) -> Path:
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized",
-        workers: int = 1) -> None:
-    """Train every seed of the cell; `workers` > 1 trains seeds in that many processes."""
+        workers: int = 1, device: str = "cpu", executor: Executor | None = None) -> None:
+    """Train every seed of the cell; `workers` > 1 trains seeds in that many processes,
+    `executor` (e.g. `clusterfl sweep`'s pool shared by many cells) overrides `workers`."""
     params = load_params(params_path)
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
@@ -45,14 +46,14 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
                        f"{suite}")
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
-                    f"clusterfl partition {exp.partition} {suite}"), seed, engine)
+                    f"clusterfl partition {exp.partition} {suite}"), seed, engine, device)
             for seed in seeds]
     cell = {"suite": params.suite, "experiment": params.experiments[experiment],
             "algorithm": {"method": alg.method, **dataclasses.asdict(alg.hyper)},
             "seeds": seeds, "partition": params.partitions[exp.partition],
             "schedule": dataclasses.asdict(exp.schedule)}
     tracker = _tracker(params, experiment, algorithm, cell) if track else None
-    executor = default_executor(min(workers, len(jobs)))
+    executor = executor or default_executor(min(workers, len(jobs)))
 
     def live(job: SeedJob) -> list[Callback]:
         out: list[Callback] = [progress_callback(job.name, exp.schedule.rounds)]
