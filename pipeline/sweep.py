@@ -1,7 +1,7 @@
 """`clusterfl sweep`: every out-of-date cell of a suite on one pool of seed tasks, recorded by DVC.
 
-1. Ask DVC which of the suite's stages are out of date (`dvc status --json <suite>/dvc.yaml`);
-   bring its download and partition stages up to date with `dvc repro` of those stages.
+1. Ask DVC (its Python API, `dvc status <suite>/dvc.yaml`) which of the suite's stages are
+   out of date; bring its download and partition stages up to date (`dvc repro` of those).
 2. Every seed of every out-of-date `train@<experiment>-<algorithm>` stage goes into one pool
    (Ray tasks, worker processes, or this process one after another): a cell does not wait for
    the one before it. Each cell is written by the train stage's own code (`pipeline.train.run`
@@ -13,10 +13,9 @@
    after every other cell has finished; the exit status is then 1.
 """
 
-import json
-import subprocess
 import threading
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,18 +36,23 @@ def dvc_file(params: Params) -> Path:
     return Path(str(params.suite_raw.get("file", "params.yaml"))).parent / "dvc.yaml"
 
 
-def _dvc(args: list[str]) -> str:
-    proc = subprocess.run(["dvc", *args], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise UserError(f"`dvc {' '.join(args)}` failed: "
-                        f"{(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
-    return proc.stdout
+@contextmanager
+def _dvc(what: str) -> Iterator[Any]:
+    """A DVC repo of the working directory; a DVC error becomes one line."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    try:
+        with Repo(".") as repo:
+            yield repo
+    except DvcException as err:
+        raise UserError(f"dvc {what}: {err}") from None
 
 
 def stale_stages(dvcfile: Path) -> set[str]:
     """Names (`train@...`, without the `<file>:` prefix) of the out-of-date stages."""
-    out = _dvc(["status", "--json", str(dvcfile)]).strip()
-    return {name.rsplit(":", 1)[-1] for name in (json.loads(out) if out else {})}
+    with _dvc("status") as repo:
+        return {name.rsplit(":", 1)[-1] for name in repo.status(targets=[str(dvcfile)])}
 
 
 def _target(dvcfile: Path, stage: str) -> str:
@@ -174,7 +178,8 @@ def run(params_path: Path, pool: Pool | None, console: Console, device: str = "c
     prepare = sorted(s for s in stale_stages(dvcfile) if s.startswith(PREPARE))
     if prepare:
         console.print(f"sweep: dvc repro {' '.join(prepare)}")
-        _dvc(["repro", *(_target(dvcfile, s) for s in prepare)])
+        with _dvc("repro") as repo:
+            repo.reproduce(targets=[_target(dvcfile, s) for s in prepare])
     stale = stale_stages(dvcfile)
     cells = [c for c in params.cells if f"train@{c.name}" in stale]
     seeds = len(params.seeds)
@@ -183,7 +188,9 @@ def run(params_path: Path, pool: Pool | None, console: Console, device: str = "c
     outcomes = run_cells(cells, params_path, pool, console, device, track)
     done = [o.cell for o in outcomes if o.error is None]
     if done:
-        _dvc(["commit", "-f", *(_target(dvcfile, f"train@{c.name}") for c in done)])
+        with _dvc("commit") as repo:
+            for cell in done:
+                repo.commit(_target(dvcfile, f"train@{cell.name}"), force=True)
         console.print(f"sweep: {len(done)} cells recorded in dvc.lock; `dvc repro "
                       f"{dvcfile}` now runs what is left (the report)")
     failed = [o for o in outcomes if o.error is not None]

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from clusterfl.callbacks import Callback
 from clusterfl.execution import LiveCallbacks, SeedJob
 from clusterfl.history import RunHistory
 
@@ -50,14 +51,15 @@ def materialize(digest: str, name: str, data: bytes, root: Path | None = None) -
 
 
 def run_task(job: SeedJob, threads: int, dataset_digest: str, dataset: bytes,
-             partition_digest: str, partition: bytes) -> RunHistory:
+             partition_digest: str, partition: bytes,
+             callbacks: Sequence[Callback] = ()) -> RunHistory:
     """The body of one Ray task: the job's files on this node, then the job itself."""
     from clusterfl.engine.threads import configure_threads
 
     configure_threads(threads)
     return dataclasses.replace(
         job, dataset=materialize(dataset_digest, job.dataset.name, dataset),
-        partition=materialize(partition_digest, job.partition.name, partition))()
+        partition=materialize(partition_digest, job.partition.name, partition))(callbacks)
 
 
 class RayExecutor:
@@ -89,7 +91,8 @@ class RayExecutor:
             ray.init(address=self.address, log_to_driver=True,
                      runtime_env={"py_modules": [str(Path(clusterfl.__file__).parent)]})
         else:
-            ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=True)
+            ray.init(address="local", num_cpus=self.num_cpus, include_dashboard=False,
+                     log_to_driver=True)
 
     def gpus(self) -> float:
         """GPUs in the cluster (connects first)."""
