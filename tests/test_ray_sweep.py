@@ -50,7 +50,7 @@ def server(tmp_path_factory):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300  # slow on a loaded machine
         while True:
             try:
                 with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
@@ -74,7 +74,7 @@ def _sh(cmd: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -> str:
 
 
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory, server):
+def workspace(tmp_path_factory):
     """A DVC repo with the default suite shrunk to 2 cells x 2 seeds x 3 rounds."""
     ws = tmp_path_factory.mktemp("repo")
     for name in ("dvc.yaml", "pyproject.toml", ".dvcignore"):
@@ -92,11 +92,21 @@ def workspace(tmp_path_factory, server):
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
            "PYTHONPATH": f"{ws}:{ws / 'src'}", "CLUSTERFL_THREADS": "1",
-           "MLFLOW_TRACKING_URI": server}
+           "MLFLOW_TRACKING_URI": f"sqlite:///{ws / 'mlflow.db'}"}
     env.pop("RAY_ADDRESS", None)
     _sh(["git", "init", "-q"], ws, env)
     _sh([str(BIN / "dvc"), "init", "-q"], ws, env)
     return ws, env
+
+
+@pytest.fixture(scope="module")
+def data(workspace):
+    """The suite's dataset and partitions (made by the sweep when it ran first)."""
+    ws, env = workspace
+    if not (ws / "data/default/partitions/p1_synthetic").exists():
+        for stage in ("download", "partition"):
+            _sh([str(BIN / "clusterfl"), stage, "p1_synthetic"], ws, env)
+    return ws
 
 
 def _serial_jobs(ws: Path) -> list:
@@ -126,6 +136,7 @@ def _json(history) -> dict:
 
 def test_sweep_on_local_ray_equals_serial_and_dvc_records_it(workspace, server):
     ws, env = workspace
+    env = {**env, "MLFLOW_TRACKING_URI": server}
     out = _sh([str(BIN / "clusterfl"), "sweep", "--executor", "ray", "--cpus", "2"], ws, env)
     assert "2 of 2 cells out of date, 4 seed runs" in out
     for job in _serial_jobs(ws):  # the serial run, in this process
@@ -160,11 +171,10 @@ def local_ray():
     ray.shutdown()
 
 
-def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(workspace, local_ray,
-                                                                    tmp_path):
+def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, local_ray, tmp_path):
     from clusterfl.ray_executor import RayExecutor, run_task
 
-    ws, _ = workspace
+    ws = data
     marker = tmp_path / "died-once"
 
     def dies_once(job, threads, *files):
@@ -190,12 +200,12 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(workspace, lo
         assert _json(history) == _json(job()), job.name
 
 
-def test_a_failed_cell_leaves_no_output_and_the_others_finish(workspace, local_ray):
+def test_a_failed_cell_leaves_no_output_and_the_others_finish(data, local_ray):
     from clusterfl.config import Cell
     from clusterfl.ray_executor import RayExecutor, run_task
     from pipeline.sweep import run_cells
 
-    ws, _ = workspace
+    ws = data
 
     def fails_for_pfedkm(job, threads, *files):
         if job.algorithm.name == "pfedkm_k2" and job.seed == 1:
