@@ -14,6 +14,7 @@
 """
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -185,7 +186,9 @@ def run(params_path: Path, pool: Pool | None, console: Console, device: str = "c
     seeds = len(params.seeds)
     console.print(f"sweep: suite {params.suite!r}: {len(cells)} of {len(params.cells)} cells "
                   f"out of date, {len(cells) * seeds} seed runs")
+    start = time.monotonic()
     outcomes = run_cells(cells, params_path, pool, console, device, track)
+    console.print(f"sweep: trained in {time.monotonic() - start:.1f} s")
     done = [o.cell for o in outcomes if o.error is None]
     if done:
         with _dvc("commit") as repo:
