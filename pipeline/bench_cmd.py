@@ -16,6 +16,20 @@ bench_app = typer.Typer(
 ThreadsOpt = Annotated[int | None, typer.Option(
     "--threads", help="torch/OMP/MKL threads for this process (default: one per core).")]
 SeedOpt = Annotated[int, typer.Option(help="Seed of the data, models and batch plans.")]
+DeviceOpt = Annotated[str, typer.Option(
+    help="torch device of data and models: cpu, cuda, or auto (cuda where one is available).")]
+
+
+def _device(name: str) -> str:
+    """cpu or cuda; `--device cuda` without one exits 2 with one line."""
+    from clusterfl.devices import resolve_device
+    from clusterfl.errors import UserError
+
+    try:
+        return resolve_device(name)
+    except UserError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
 
 
 def _int_list(text: str) -> list[int]:
@@ -43,7 +57,7 @@ def engine(
     batch: Annotated[int, typer.Option(help="Batch size of every local step.")] = 20,
     local_steps: Annotated[int, typer.Option(help="Local steps per client.")] = 10,
     repeats: Annotated[int, typer.Option(help="Timed repeats per engine (best is kept).")] = 5,
-    device: Annotated[str, typer.Option(help="torch device of data and models.")] = "cpu",
+    device: DeviceOpt = "cpu",
     threads: ThreadsOpt = None,
     seed: SeedOpt = 0,
 ) -> None:
@@ -52,7 +66,7 @@ def engine(
 
     _print_grid(threads, clients, models, lambda model, n: bench_engine(
         model, clients=n, batch=batch, local_steps=local_steps, repeats=repeats, seed=seed,
-        device=device))
+        device=_device(device)))
 
 
 @bench_app.command("adam")
@@ -61,7 +75,7 @@ def adam(
         help="Comma-separated numbers of clients, e.g. 20,84.")] = "20,84",
     models: ModelsOpt = "mlr,dnn",
     repeats: Annotated[int, typer.Option(help="Timed repeats per path (best is kept).")] = 20,
-    device: Annotated[str, typer.Option(help="torch device of the models.")] = "cpu",
+    device: DeviceOpt = "cpu",
     threads: ThreadsOpt = None,
     seed: SeedOpt = 0,
 ) -> None:
@@ -69,7 +83,7 @@ def adam(
     from clusterfl.bench import bench_adam
 
     _print_grid(threads, clients, models, lambda model, n: bench_adam(
-        model, clients=n, repeats=repeats, seed=seed, device=device))
+        model, clients=n, repeats=repeats, seed=seed, device=_device(device)))
 
 
 @bench_app.command("round")
@@ -79,7 +93,7 @@ def round_(
     clients: Annotated[int, typer.Option(help="Number of clients.")] = 20,
     rounds: Annotated[int, typer.Option(help="Timed rounds (after one warm-up round).")] = 5,
     engine: Annotated[str, typer.Option(help="vectorized or reference.")] = "vectorized",
-    device: Annotated[str, typer.Option(help="torch device of data and models.")] = "cpu",
+    device: DeviceOpt = "cpu",
     threads: ThreadsOpt = None,
     seed: SeedOpt = 0,
 ) -> None:
@@ -88,6 +102,7 @@ def round_(
     from clusterfl.engine import configure_threads
 
     configure_threads(threads)
+    device = _device(device)
     for algorithm in (a.strip() for a in algorithms.split(",") if a.strip()):
         result = bench_round(algorithm, clients=clients, rounds=rounds, engine_name=engine,
                              seed=seed, device=device)

@@ -35,6 +35,8 @@ SuiteOpt = Annotated[str, typer.Option(
     "--suite", "-s", help="The suite: `default` (params.yaml) or a folder of suites/.")]
 ThreadsOpt = Annotated[int | None, typer.Option(
     "--threads", help="torch threads for this process (default: CLUSTERFL_THREADS or torch's).")]
+DeviceOpt = Annotated[str, typer.Option(
+    help="torch device: cpu, cuda, or auto (cuda where one is available).")]
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -123,8 +125,10 @@ def train(
     jobs: Annotated[int | None, typer.Option(
         help="Train this many seeds at once, each in its own process with cores/jobs threads "
              "(default: CLUSTERFL_JOBS or 1).")] = None,
+    device: DeviceOpt = "cpu",
 ) -> None:
     """Train one cell into results/<suite>/<experiment>/<algorithm>/."""
+    from clusterfl.devices import resolve_device
     from clusterfl.engine import ENGINES
     from clusterfl.errors import unknown_name
     from pipeline import train as stage
@@ -139,7 +143,66 @@ def train(
     elif threads is not None:
         os.environ["CLUSTERFL_THREADS"] = str(threads)  # per worker process
     stage.run(experiment, algorithm, _suite_file(params, suite), console, seeds=seed,
-              track=track, engine=engine, workers=jobs)
+              track=track, engine=engine, workers=jobs, device=resolve_device(device))
+
+
+@app.command()
+@user_errors
+def sweep(
+    suite: SuiteOpt = "default",
+    params: ParamsOpt = None,
+    executor: Annotated[str, typer.Option(
+        help="ray (local Ray, or the cluster at --address / RAY_ADDRESS), process (worker "
+             "processes here) or serial (one seed after another in this process).")] = "ray",
+    address: Annotated[str | None, typer.Option(
+        help="A running Ray cluster, e.g. 10.0.0.1:6379 or `auto` (default: RAY_ADDRESS, "
+             "else a local Ray).")] = None,
+    cpus: Annotated[int | None, typer.Option(
+        help="CPUs of the local Ray, or worker processes of --executor process "
+             "(default: every core).")] = None,
+    cpus_per_task: Annotated[float, typer.Option(
+        help="Ray: CPUs each seed task asks for (and its torch threads).")] = 1.0,
+    gpus_per_task: Annotated[float | None, typer.Option(
+        help="Ray: GPUs each seed task asks for, e.g. 0.25 to share one GPU by four "
+             "(default: 1 with --device cuda, else 0).")] = None,
+    retries: Annotated[int, typer.Option(
+        help="Ray: times a task whose worker died is run again.")] = 3,
+    device: DeviceOpt = "cpu",
+    track: Annotated[bool, typer.Option(help="Log the runs to MLflow.")] = True,
+) -> None:
+    """Train every out-of-date cell of the suite on one pool of seed tasks and record them in
+    dvc.lock (`dvc repro` then runs only the report). Exit 1 if a cell failed."""
+    from clusterfl.devices import resolve_device
+    from clusterfl.errors import unknown_name
+    from pipeline import sweep as stage
+
+    path = _suite_file(params, suite)
+    pool: Any = None
+    if executor == "ray":
+        from clusterfl.ray_executor import RayExecutor
+
+        if cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
+            raise UserError("--cpus: sets the size of a local Ray; a cluster (--address, "
+                            "RAY_ADDRESS) has the CPUs its nodes were started with")
+        ray_pool = RayExecutor(address=address, num_cpus=cpus, cpus_per_task=cpus_per_task,
+                               max_retries=retries)
+        device = resolve_device(device, ray_pool.gpus() > 0, "the Ray cluster")
+        ray_pool.gpus_per_task = (gpus_per_task if gpus_per_task is not None
+                                  else float(device == "cuda"))
+        pool = ray_pool
+    elif executor == "process":
+        from pipeline.sweep import ProcessPool
+
+        device = resolve_device(device)
+        pool = ProcessPool(cpus or os.cpu_count() or 1, 1)
+    elif executor == "serial":
+        device = resolve_device(device)
+        _threads(None)
+    else:
+        raise unknown_name("--executor", executor, ["ray", "process", "serial"])
+    status = stage.run(path, pool, console, device=device, track=track)
+    if status:
+        raise typer.Exit(status)
 
 
 @app.command()

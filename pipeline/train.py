@@ -22,7 +22,7 @@ from clusterfl.checkpoints import CheckpointPolicy, remove_checkpoints
 from clusterfl.config import load_params
 from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
-from clusterfl.execution import SeedJob, default_executor
+from clusterfl.execution import Executor, SeedJob, default_executor
 from clusterfl.history import RunHistory
 from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric
@@ -38,8 +38,9 @@ def _require(path: Path, hint: str) -> Path:
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized",
-        workers: int = 1) -> None:
-    """Train every seed of the cell; `workers` > 1 trains seeds in that many processes."""
+        workers: int = 1, device: str = "cpu", executor: Executor | None = None) -> None:
+    """Train every seed of the cell; `workers` > 1 trains seeds in that many processes,
+    `executor` (e.g. `clusterfl sweep`'s pool shared by many cells) overrides `workers`."""
     params = load_params(params_path)
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
@@ -52,10 +53,11 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     suite = f"--suite {params.suite}"
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
                        f"{suite}")
-    checkpoints = CheckpointPolicy(paths.checkpoint_dir(experiment, algorithm),
+    # absolute: a worker of another executor (Ray) may run in another directory
+    checkpoints = CheckpointPolicy(paths.checkpoint_dir(experiment, algorithm).resolve(),
                                    params.checkpoint_every)
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
-                    f"clusterfl partition {exp.partition} {suite}"), seed, engine,
+                    f"clusterfl partition {exp.partition} {suite}"), seed, engine, device,
                     checkpoints=checkpoints)
             for seed in seeds]
     load_dataset(dataset)  # validated before any run is created: a bad file is one line
@@ -67,7 +69,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
             "schedule": dataclasses.asdict(exp.schedule)}
     record = _tracking_record(params, experiment, algorithm, cell)
     tracker = _tracker(record, params.suite, console) if track else None
-    executor = default_executor(min(workers, len(jobs)))
+    executor = executor or default_executor(min(workers, len(jobs)))
 
     def live(job: SeedJob) -> list[Callback]:
         out: list[Callback] = [progress_callback(job.name, exp.schedule.rounds)]

@@ -7,7 +7,8 @@ from clusterfl.engine.base import Params
 
 def weighted_average(stacked: Params, weights: torch.Tensor) -> Params:
     """sum_c w_c * params_c / sum_c w_c, for each tensor (FedAvg's n_k/n weighting)."""
-    w = weights.to(next(iter(stacked.values())).dtype)
+    first = next(iter(stacked.values()))
+    w = weights.to(device=first.device, dtype=first.dtype)
     w = w / w.sum()
     return {k: torch.tensordot(w, v, dims=1) for k, v in stacked.items()}
 

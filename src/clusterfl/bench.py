@@ -94,7 +94,7 @@ def bench_engine(
     start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
              for k, v in init_params(model, g).items()}
     who = torch.arange(clients)
-    plan = make_plan(data.train_n.numpy(), batch, rng, local_steps=local_steps)
+    plan = make_plan(data.train_n.cpu().numpy(), batch, rng, local_steps=local_steps)
     rule = Sgd(lr=0.05)
 
     def rate(engine: Any, n: int) -> float:

@@ -69,7 +69,7 @@ def cluster_average(
 
 def align_to(old: torch.Tensor, new: torch.Tensor) -> np.ndarray:
     """perm with perm[j] = the old row new row j is matched to (min total squared distance)."""
-    cost = torch.cdist(new.double(), old.double()).pow(2).numpy()
+    cost = torch.cdist(new.double(), old.double()).pow(2).cpu().numpy()
     rows, cols = linear_sum_assignment(cost)
     perm = np.empty(len(new), dtype=np.int64)
     perm[rows] = cols

@@ -179,14 +179,16 @@ def init_params(
         fan_out = module.weight.shape[0] * module.weight[0, 0].numel()
         bound = 1.0 / math.sqrt(fan_in)
         for pname, p in module.named_parameters(recurse=False):
-            fresh = torch.empty_like(p)
+            # drawn on the CPU from the run's CPU generator, then moved: the same numbers on
+            # every device (a CUDA tensor cannot draw from a CPU generator)
+            fresh = torch.empty(p.shape, dtype=p.dtype)
             if scheme == "pytorch":
                 fresh.uniform_(-bound, bound, generator=generator)
             elif pname == "weight":
                 fresh.normal_(0.0, math.sqrt(2.0 / (fan_in + fan_out)), generator=generator)
             else:
                 fresh.zero_()
-            params[f"{module_name}.{pname}"] = fresh
+            params[f"{module_name}.{pname}"] = fresh.to(p.device)
     missing = set(dict(model.named_parameters())) - set(params)
     if missing:
         raise ValueError(f"init_params does not know how to initialise {sorted(missing)}")

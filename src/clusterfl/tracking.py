@@ -78,6 +78,20 @@ def reason(err: BaseException) -> str:
     return found.group(0) if found else f"{type(err).__name__}: {text[:120]}"
 
 
+def _experiment_id(client: Any, name: str) -> str:
+    """The id of experiment `name`, created if missing; another writer creating it at the
+    same moment (several workers on one server) is not an error."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    try:
+        return client.create_experiment(name)
+    except MlflowException:
+        return client.get_experiment_by_name(name).experiment_id
+
+
 class CellTracker:
     """Creates the parent run of a cell and one child run per seed; `finish` closes the
     seed runs still open with the parent's status, so a failed cell leaves nothing RUNNING."""
@@ -89,9 +103,7 @@ class CellTracker:
         configure_http()
         self.client = MlflowClient(uri or default_tracking_uri())
         self.open: set[str] = set()  # seed runs not yet terminated
-        found = self.client.get_experiment_by_name(experiment)
-        self.experiment_id = (found.experiment_id if found is not None
-                              else self.client.create_experiment(experiment))
+        self.experiment_id = _experiment_id(self.client, experiment)
         self.params = flatten(params)
         self.tags = {**tags, "params_hash": params_hash(params)}
         self.run_name = run_name

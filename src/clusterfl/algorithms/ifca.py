@@ -70,7 +70,7 @@ class Ifca(NeuralAlgorithm):
             local = self.train_clients(start, clients, plan=plan)
         else:
             local = self.train_clients(start, clients)
-        labels = self.clusters[clients].numpy()
+        labels = self.clusters[clients].cpu().numpy()
         self.cluster_models = cluster_average(local, labels, self.train_sizes[clients],
                                               self.cluster_models)
         self.clusters = self.estimate_clusters()

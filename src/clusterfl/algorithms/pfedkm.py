@@ -66,7 +66,7 @@ def clustered_server_step(
     old models) and the k-means run."""
     k = next(iter(generalized.values())).shape[0]
     points = flatten(uploaded).double()
-    found = kmeans(points.numpy(), k, rng, kmeans_runs)
+    found = kmeans(points.cpu().numpy(), k, rng, kmeans_runs)
     means = torch.stack([points[torch.from_numpy(found.labels == j)].mean(0)
                          for j in range(int(found.labels.max()) + 1)])
     labels = align_to(flatten(generalized), means)[found.labels]

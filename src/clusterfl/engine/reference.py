@@ -103,10 +103,10 @@ class ReferenceEngine:
         x, y, n = self.data.split(split)
         n_sel, n_max = self.data.selected_sizes(clients, split)
         n_models = next(iter(models.values())).shape[0]
-        out = torch.zeros(n_models, len(clients), n_max, dtype=x.dtype)
+        out = torch.zeros(n_models, len(clients), n_max, dtype=x.dtype, device=x.device)
         for m in range(n_models):
             p = {k: v[m] for k, v in models.items()}
             for i, c in enumerate(clients.tolist()):
                 logits = functional_call(self.model, p, (x[c, : n[c]],))
                 out[m, i, : n[c]] = sample_loss(logits, y[c, : n[c]])
-        return out, torch.arange(n_max).view(1, -1) < n_sel.view(-1, 1)
+        return out, torch.arange(n_max, device=x.device).view(1, -1) < n_sel.view(-1, 1)

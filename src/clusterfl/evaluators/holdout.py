@@ -70,7 +70,7 @@ def holdout_matrix(holdout: LocalEngine, centers: Params) -> np.ndarray:
         center = broadcast({k: v[s] for k, v in centers.items()}, d)
         loss, correct = holdout.evaluate(center, dists, "test")
         columns.append((loss if holdout.data.is_regression else correct).to(torch.float64) / n)
-    return torch.stack(columns, dim=1).numpy()
+    return torch.stack(columns, dim=1).cpu().numpy()
 
 
 def holdout_metrics(matrix: np.ndarray, name: str) -> tuple[dict[str, float], np.ndarray]:

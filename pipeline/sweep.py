@@ -1,0 +1,203 @@
+"""`clusterfl sweep`: every out-of-date cell of a suite on one pool of seed tasks, recorded by DVC.
+
+1. Ask DVC (its Python API, `dvc status <suite>/dvc.yaml`) which of the suite's stages are
+   out of date; bring its download and partition stages up to date (`dvc repro` of those).
+2. Every seed of every out-of-date `train@<experiment>-<algorithm>` stage goes into one pool
+   (Ray tasks, worker processes, or this process one after another): a cell does not wait for
+   the one before it. Each cell is written by the train stage's own code (`pipeline.train.run`
+   with the shared pool as its executor): the same files in the same place, all or nothing,
+   one MLflow parent run per cell with a nested run per seed.
+3. `dvc commit` of the cells that finished records them in `dvc.lock`, so a following
+   `dvc repro` runs only the report, and a second one nothing. A failed cell leaves its
+   output as it was, is not committed (it stays out of date), and is reported at the end,
+   after every other cell has finished; the exit status is then 1.
+"""
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from rich.console import Console
+
+from clusterfl.config import Cell, Params, load_params
+from clusterfl.errors import UserError
+from clusterfl.execution import LiveCallbacks, SeedJob, SerialExecutor
+from clusterfl.history import RunHistory
+from pipeline import train
+
+PREPARE = ("download@", "partition@")
+
+
+def dvc_file(params: Params) -> Path:
+    """The dvc.yaml DVC reads this suite from: the one beside the suite's params file."""
+    return Path(str(params.suite_raw.get("file", "params.yaml"))).parent / "dvc.yaml"
+
+
+@contextmanager
+def _dvc(what: str) -> Iterator[Any]:
+    """A DVC repo of the working directory; a DVC error becomes one line."""
+    from dvc.exceptions import DvcException
+    from dvc.repo import Repo
+
+    try:
+        with Repo(".") as repo:
+            yield repo
+    except DvcException as err:
+        raise UserError(f"dvc {what}: {err}") from None
+
+
+def stale_stages(dvcfile: Path) -> set[str]:
+    """Names (`train@...`, without the `<file>:` prefix) of the out-of-date stages."""
+    with _dvc("status") as repo:
+        return {name.rsplit(":", 1)[-1] for name in repo.status(targets=[str(dvcfile)])}
+
+
+def _target(dvcfile: Path, stage: str) -> str:
+    return stage if dvcfile == Path("dvc.yaml") else f"{dvcfile}:{stage}"
+
+
+class Pool(Protocol):
+    """Seed jobs in flight: the Ray executor, or worker processes."""
+
+    def submit(self, job: SeedJob) -> Any: ...
+
+    def result(self, handle: Any) -> RunHistory: ...
+
+    def cancel(self, handle: Any) -> None: ...
+
+
+class ProcessPool:
+    """Spawned worker processes (`workers` of them, `threads` torch threads each)."""
+
+    def __init__(self, workers: int, threads: int) -> None:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.threads = threads
+        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def submit(self, job: SeedJob) -> Any:
+        return self.pool.submit(_in_process, job, self.threads)
+
+    def result(self, handle: Any) -> RunHistory:
+        return handle.result()
+
+    def cancel(self, handle: Any) -> None:
+        handle.cancel()
+
+
+def _in_process(job: SeedJob, threads: int) -> RunHistory:
+    from clusterfl.engine.threads import configure_threads
+
+    configure_threads(threads)
+    return job()
+
+
+class CellExecutor:
+    """One cell's view of the shared pool, in the `Executor` interface `train.run` takes.
+
+    Its jobs go into the pool at once (`submitted` is set then); its histories come back in
+    order, and each is handed on holding `lock`, so cells write files and MLflow one at a time.
+    """
+
+    live = False
+
+    def __init__(self, pool: Pool, lock: threading.Lock) -> None:
+        self.pool, self.lock = pool, lock
+        self.submitted = threading.Event()
+
+    def run(self, jobs: Sequence[SeedJob], callbacks: LiveCallbacks
+            ) -> Iterator[tuple[SeedJob, RunHistory]]:
+        handles = [self.pool.submit(job) for job in jobs]
+        self.submitted.set()
+        try:
+            for job, handle in zip(jobs, handles, strict=True):
+                history = self.pool.result(handle)
+                with self.lock:
+                    yield job, history
+        finally:
+            for handle in handles:
+                self.pool.cancel(handle)
+
+
+@dataclass
+class Outcome:
+    cell: Cell
+    error: str | None = None
+
+
+def _reason(err: BaseException) -> str:
+    """The last line of an error (a Ray task error carries the worker's whole traceback)."""
+    lines = [line for line in str(err).strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else type(err).__name__
+
+
+def run_cells(cells: list[Cell], params_path: Path, pool: Pool | None, console: Console,
+              device: str = "cpu", track: bool = True) -> list[Outcome]:
+    """Train `cells` (one after another in this process when `pool` is None, else all their
+    seeds at once on `pool`); a cell that fails is reported in its `Outcome`."""
+    outcomes = [Outcome(cell) for cell in cells]
+    lock = threading.Lock()
+
+    def one(outcome: Outcome, executor: Any) -> None:
+        try:
+            train.run(outcome.cell.experiment, outcome.cell.algorithm, params_path, console,
+                      track=track, device=device, executor=executor)
+        except BaseException as err:  # reported at the end; the other cells go on
+            outcome.error = _reason(err)
+
+    if pool is None:
+        for outcome in outcomes:
+            one(outcome, SerialExecutor())
+        return outcomes
+    threads = []
+    for outcome in outcomes:
+        executor = CellExecutor(pool, lock)
+        thread = threading.Thread(target=one, args=(outcome, executor), daemon=True)
+        thread.start()
+        threads.append(thread)
+        # the next cell starts once this one's seeds are in the pool: MLflow parent runs are
+        # created one at a time, and the pool sees every seed of every cell
+        while not executor.submitted.wait(0.05) and thread.is_alive():
+            pass
+    for thread in threads:
+        thread.join()
+    return outcomes
+
+
+def run(params_path: Path, pool: Pool | None, console: Console, device: str = "cpu",
+        track: bool = True) -> int:
+    """The sweep; returns the exit status (1 when a cell failed)."""
+    params = load_params(params_path)
+    dvcfile = dvc_file(params)
+    if not dvcfile.exists():
+        raise UserError(f"{dvcfile}: missing; run `clusterfl sweep` in the repository root")
+    prepare = sorted(s for s in stale_stages(dvcfile) if s.startswith(PREPARE))
+    if prepare:
+        console.print(f"sweep: dvc repro {' '.join(prepare)}")
+        with _dvc("repro") as repo:
+            repo.reproduce(targets=[_target(dvcfile, s) for s in prepare])
+    stale = stale_stages(dvcfile)
+    cells = [c for c in params.cells if f"train@{c.name}" in stale]
+    seeds = len(params.seeds)
+    console.print(f"sweep: suite {params.suite!r}: {len(cells)} of {len(params.cells)} cells "
+                  f"out of date, {len(cells) * seeds} seed runs")
+    start = time.monotonic()
+    outcomes = run_cells(cells, params_path, pool, console, device, track)
+    console.print(f"sweep: trained in {time.monotonic() - start:.1f} s")
+    done = [o.cell for o in outcomes if o.error is None]
+    if done:
+        with _dvc("commit") as repo:
+            for cell in done:
+                repo.commit(_target(dvcfile, f"train@{cell.name}"), force=True)
+        console.print(f"sweep: {len(done)} cells recorded in dvc.lock; `dvc repro "
+                      f"{dvcfile}` now runs what is left (the report)")
+    failed = [o for o in outcomes if o.error is not None]
+    for o in failed:
+        console.print(f"[red]failed:[/red] train@{o.cell.name}: {o.error}", highlight=False,
+                      soft_wrap=True)
+    return 1 if failed else 0
