@@ -72,3 +72,12 @@ def test_paper_numbers_beside_the_papers_data(tmp_path: Path) -> None:
     assert "paper numbers from P3 Table 1, HAR (cross-entropy)" in md
     assert "| mmfl | gyroscope | 0.2000 ± 0.0000 | 80.00 ± 0.00 | 0.1602 | 92.49 |" in md
     assert "| unimodal_fl | gyroscope | 0.5000 ± 0.0000 | 50.00 ± 0.00 | – | – |" in md
+
+
+def test_verdict_marks_only_the_gaps_that_decide() -> None:
+    from clusterfl.papers.p3.claims import _verdict
+
+    assert _verdict([(-10.0, 1.0, False), (0.5, 1.0, True)]) == "does not hold"
+    assert _verdict([(-0.5, 1.0, True), (3.0, 1.0, False)]) == "does not hold (within noise)"
+    assert _verdict([(0.5, 1.0, True), (3.0, 1.0, False)]) == "holds (within noise)"
+    assert _verdict([(2.0, 1.0, False)]) == "holds"

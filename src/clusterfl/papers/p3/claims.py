@@ -2,8 +2,9 @@
 
 Everything compares the final round's test accuracy, mean over seeds (per modality where the
 claim is per modality). Verdict: "holds" when the claimed winner's mean is higher in every
-comparison, "does not hold" otherwise; "(within noise)" is added when some compared gap is
-smaller than the larger of the two stds over seeds.
+comparison, "does not hold" otherwise. "(within noise)" marks a verdict the seeds cannot
+settle: a win where some gap is smaller than the larger of the two stds over seeds, or a
+loss where every losing gap is.
 """
 
 from collections.abc import Mapping
@@ -24,7 +25,8 @@ def _cmp(finals: Finals, winner: str, loser: str, metric: str) -> tuple[float, f
 
 def _verdict(gaps: list[tuple[float, float, bool]]) -> str:
     held = all(g > 0 for g, _, _ in gaps)
-    noisy = any(n for _, _, n in gaps)
+    # a fragile win: some gap is within the noise; a fragile loss: every losing gap is
+    noisy = any(n for _, _, n in gaps) if held else all(n for g, _, n in gaps if g <= 0)
     return ("holds" if held else "does not hold") + (" (within noise)" if noisy else "")
 
 
