@@ -10,8 +10,8 @@
   widths: on 32x32 images three pools leave 256 x 4 x 4 = 4096 features, not 1024).
 Regression data (`num_classes == 0`) gets one output unit; the engines then use squared error.
 Initialisation (`init_params`, drawn from the run's own generator, so a seed fixes the model):
-- `pytorch`: PyTorch's default for Linear/Conv, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight
-  and bias;
+- `pytorch`: PyTorch's default for Linear/Conv1d/Conv2d, U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+  for weight and bias;
 - `xavier_normal` (FedSoft, Sec. 5: "Xavier normal initialization, no pre-training"): weights
   N(0, 2 / (fan_in + fan_out)) as `torch.nn.init.xavier_normal_` with gain 1; the paper says
   nothing of biases, we start them at 0 (the usual companion of Xavier schemes).
@@ -173,7 +173,7 @@ def init_params(
     """Fresh parameters for `model` under `scheme` (see the module doc), from `generator`."""
     params: Params = {}
     for module_name, module in model.named_modules():
-        if not isinstance(module, nn.Linear | nn.Conv2d):
+        if not isinstance(module, nn.Linear | nn.Conv1d | nn.Conv2d):
             continue
         fan_in = module.weight[0].numel()
         fan_out = module.weight.shape[0] * module.weight[0, 0].numel()

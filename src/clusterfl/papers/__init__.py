@@ -20,8 +20,8 @@ from typing import Any
 
 from clusterfl.errors import UserError
 
-BUILTIN = ("clusterfl.papers.p1", "clusterfl.papers.p2", "clusterfl.papers.p4",
-           "clusterfl.papers.p5")
+BUILTIN = ("clusterfl.papers.p1", "clusterfl.papers.p2", "clusterfl.papers.p3",
+           "clusterfl.papers.p4", "clusterfl.papers.p5")
 
 
 @dataclass(frozen=True)

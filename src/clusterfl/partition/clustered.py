@@ -6,7 +6,8 @@
 - `modality` (mmFL, P3): clients grouped by modality, `clients_per_modality` each (Fig. 2: 3);
   the samples are shared out at random between the modalities (a client with only an
   accelerometer holds its own recordings; reading: the groups hold disjoint recordings), and
-  within each group by Dirichlet(alpha) label skew (the paper says only "non-IID").
+  within each group by Dirichlet(alpha) label skew (the paper says only "non-IID");
+  `modalities` picks some of the dataset's modalities (cluster j = the j-th named).
 - `similarity` (FedC's syn_noniid): k-means (scikit-learn, one k-means++ initialisation) on
   the flattened features into `num_clients` groups, group j -> client j. The ground truth kept
   is each client's mixture over the true labels (clients straddle clusters).
@@ -59,6 +60,7 @@ class ModalityOptions:
     alpha: float = 0.5
     min_size: int = 10
     test_fraction: float = 0.25
+    modalities: tuple[str, ...] = ()  # which of the dataset's modalities; () = all
 
     def validate(self, key: str) -> None:
         require(self.clients_per_modality > 0, f"{key}.clients_per_modality", "must be > 0")
@@ -72,7 +74,12 @@ def modality(
     if not dataset.modalities:
         raise UserError(f"{key}: scheme 'modality' needs a multimodal dataset; {dataset.name!r}"
                         " has no modalities (use uci_har, basic_motions or cmu_mosei)")
-    n, m = len(dataset.y), len(dataset.modalities)
+    names = opts.modalities or dataset.modalities
+    for name in names:
+        if name not in dataset.modalities:
+            raise UserError(f"{key}.modalities: {name!r} is not a modality of {dataset.name!r}"
+                            f" (allowed: {', '.join(dataset.modalities)})")
+    n, m = len(dataset.y), len(names)
     groups = np.array_split(rng.permutation(n), m)
     clients, cluster = [], []
     for g, members in enumerate(groups):
@@ -81,7 +88,7 @@ def modality(
             clients.append(encode(g, part, n))
             cluster.append(g)
     train, test = split_clients(clients, opts.test_fraction, rng)
-    views = tuple(f"modality:{name}" for name in dataset.modalities)
+    views = tuple(f"modality:{name}" for name in names)
     return Partition(train, test, cluster=np.array(cluster), views=views)
 
 

@@ -1,0 +1,83 @@
+"""P3's report `build` on hand-made histories: Table 1 rows, paper numbers beside the
+paper's data only, the four claims' verdicts, and the figures."""
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import yaml
+
+from clusterfl.papers import ReportInput
+from clusterfl.papers.p3 import PAPER
+from clusterfl.papers.p3.report import build
+
+# final (acc, gyro) accuracy per seed; overall = the mean of the two (equal test sizes)
+FINAL = {
+    "mmfl": [(0.9, 0.8), (0.8, 0.8)],
+    "mmfl_lr0_01": [(0.7, 0.6), (0.7, 0.6)],
+    "mmfl_lr0_001": [(0.5, 0.5), (0.5, 0.5)],
+    "mmfl_lr0_0001": [(0.3, 0.2), (0.3, 0.2)],
+    "unimodal_fl": [(0.6, 0.5), (0.6, 0.5)],
+    "unimodal_meta_fl": [(0.8, 0.9), (0.8, 0.85)],  # beats mmfl on gyroscope
+    "standalone": [(0.4, 0.3), (0.4, 0.3)],
+}
+
+
+def write(results: Path, exp: str, alg: str, finals: list[tuple[float, float]]) -> None:
+    for seed, (acc, gyro) in enumerate(finals):
+        records = [{"round": r, "test_acc": (a + g) / 2, "test_loss": 1.0 - (a + g) / 2,
+                    "test_acc_accelerometer": a, "test_loss_accelerometer": 1.0 - a,
+                    "test_acc_gyroscope": g, "test_loss_gyroscope": 1.0 - g}
+                   for r, (a, g) in enumerate([(0.25, 0.25), (acc, gyro)], start=1)]
+        arrays = {"selected_lr": [[0.01, 0.001, 0.01], [0.0001, 0.01, 0.01]]}
+        out = results / exp / alg / f"seed{seed}"
+        out.mkdir(parents=True)
+        (out / "history.json").write_text(json.dumps(
+            {"primary": "test_acc", "records": records, "arrays": arrays}))
+
+
+def run(tmp_path: Path, exp: str) -> str:
+    results = tmp_path / "results"
+    for alg, finals in FINAL.items():
+        write(results, exp, alg, finals)
+    params = SimpleNamespace(experiment=lambda e: SimpleNamespace(title=f"title {e}"))
+    refs = yaml.safe_load(PAPER.references_file.read_text())
+    out = build(ReportInput(params=params, paper=PAPER, cells=[(exp, a) for a in FINAL],
+                            results=results, partitions=tmp_path, references=refs,
+                            tables=tmp_path / "t", figures=tmp_path / "f"))
+    assert [p.name for p in out.figures] == [f"{exp}_{n}.png" for n in
+                                             ("fig2", "fig3", "fig4", "fig5", "rates")]
+    assert all(p.exists() for p in out.figures)
+    assert abs(out.metrics[f"p3/{exp}/mmfl/test_acc"] - 0.825) < 1e-12
+    return out.markdown
+
+
+def test_stand_in_table_and_claims(tmp_path: Path) -> None:
+    md = run(tmp_path, "p3_basic_motions")
+    assert "a stand-in dataset: no paper numbers" in md and "paper loss" not in md
+    assert "| mmfl | accelerometer | 0.1500 ± 0.0500 | 85.00 ± 5.00 |" in md
+    assert ("| fl_beats_standalone |" in md and "accelerometer: FL 60.00 vs standalone 40.00"
+            in md)
+    assert "mmfl 82.50; mmfl_lr0_01 65.00, mmfl_lr0_001 50.00, mmfl_lr0_0001 25.00 | holds |" \
+        in md
+    # gyroscope: mmfl 80 < unimodal meta-FL 90
+    assert "gyroscope: mmfl 80.00 vs unimodal meta-FL 87.50 | does not hold |" in md
+    # best other: unimodal meta-FL 83.75 > mmfl 82.50: -1.25 points, under mmfl's std 2.5
+    assert "best other unimodal_meta_fl 83.75 (gap -1.25 points; paper: about +7.18) | " \
+        "does not hold (within noise) |" in md
+
+
+def test_paper_numbers_beside_the_papers_data(tmp_path: Path) -> None:
+    md = run(tmp_path, "p3_har")
+    assert "paper numbers from P3 Table 1, HAR (cross-entropy)" in md
+    assert "| mmfl | gyroscope | 0.2000 ± 0.0000 | 80.00 ± 0.00 | 0.1602 | 92.49 |" in md
+    assert "| unimodal_fl | gyroscope | 0.5000 ± 0.0000 | 50.00 ± 0.00 | – | – |" in md
+
+
+def test_verdict_marks_only_the_gaps_that_decide() -> None:
+    from clusterfl.papers.p3.claims import _verdict
+
+    assert _verdict([(-10.0, 1.0, False), (0.5, 1.0, True)]) == "does not hold"
+    assert _verdict([(-0.5, 1.0, True), (3.0, 1.0, False)]) == "does not hold (within noise)"
+    assert _verdict([(0.5, 1.0, True), (3.0, 1.0, False)]) == "holds (within noise)"
+    assert _verdict([(2.0, 1.0, False)]) == "holds"
