@@ -32,9 +32,8 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src pipeline tests
 
-ui: $(STAMP)  ## the MLflow UI on the runs of this repo
-	$(BIN)/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlflow.db}" \
-		--host 127.0.0.1 --port $${PORT:-5000}
+ui: $(STAMP)  ## the MLflow UI on the runs of this repo, opened on the runs table
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl ui --port $${PORT:-5000}
 
 clean-venv:
 	rm -rf $(VENV)

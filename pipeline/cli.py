@@ -144,15 +144,36 @@ def report(
     partial: Annotated[bool, typer.Option(
         help="Leave out the suite's cells without results (listed in results.md) instead of "
              "stopping; for part of a suite trained by hand.")] = False,
+    track: Annotated[bool, typer.Option(
+        help="Attach the figures and tables to the cells' MLflow runs and a report run.")
+    ] = True,
 ) -> None:
-    """Aggregate the suite's results into reports/<suite>/ (tables, figures, metrics.json)."""
+    """Aggregate the suite's results into reports/<suite>/ (tables, figures, metrics.json,
+    index.html)."""
     from clusterfl.config import load_params
     from pipeline import report as stage
     from pipeline.common import SuitePaths
 
     loaded = load_params(_suite_file(params, suite))
     paths = SuitePaths(loaded.suite)
-    stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial)
+    stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial,
+              track=track)
+
+
+@app.command()
+@user_errors
+def ui(
+    suite: SuiteOpt = "default",
+    params: ParamsOpt = None,
+    host: Annotated[str, typer.Option(help="Address the UI listens on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port the UI listens on.")] = 5000,
+) -> None:
+    """Start the MLflow UI on this repo's runs and print the link to the runs table."""
+    from clusterfl.config import load_params
+    from pipeline import ui as stage
+
+    loaded = load_params(_suite_file(params, suite))
+    stage.run(loaded.tracking.get("experiment", "clusterfl"), host, port, console)
 
 
 @app.command()

@@ -13,7 +13,7 @@ import numpy as np
 from rich.console import Console
 
 from clusterfl.callbacks import Callback, progress_callback, replay
-from clusterfl.config import load_params
+from clusterfl.config import AlgorithmConfig, Experiment, load_params
 from clusterfl.errors import UserError
 from clusterfl.execution import SeedJob, default_executor
 from clusterfl.history import RunHistory
@@ -47,10 +47,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
                     f"clusterfl partition {exp.partition} {suite}"), seed, engine)
             for seed in seeds]
-    cell = {"suite": params.suite, "experiment": params.experiments[experiment],
-            "algorithm": {"method": alg.method, **dataclasses.asdict(alg.hyper)},
-            "seeds": seeds, "partition": params.partitions[exp.partition],
-            "schedule": dataclasses.asdict(exp.schedule)}
+    cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
     tracker = _tracker(params, experiment, algorithm, cell) if track else None
     executor = default_executor(min(workers, len(jobs)))
 
@@ -76,12 +73,43 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         std = {f"{k}_std": float(np.std([s[k] for s in summaries])) for k in summaries[0]}
         atomic_write_json(out / "summary.json", {"seeds": seeds, **mean, **std})
         if tracker is not None:
+            _log_summary(tracker, out / "summary.json")
             tracker.finish({**mean, **std})
     name = history.primary
     if name is not None:
         last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))
         console.print(f"{experiment}/{algorithm}: {name} last {last} best {best} "
                       f"over seeds {seeds}")
+
+
+def run_params(suite: str, exp: Experiment, alg: AlgorithmConfig, seeds: list[int],
+               partition: dict[str, Any]) -> dict[str, Any]:
+    """What a cell's runs used, as MLflow params: the experiment's resolved values (its
+    schedule with the suite's overrides applied, not the paper's raw `training` block; its
+    `algorithm_options` are already in the hyperparameters), the partition's entry, seeds.
+    A model-free experiment uses only rounds and participation of the schedule; an unset
+    field (None) is left out, except participation, where None means every client."""
+    schedule = dataclasses.asdict(exp.schedule)
+    if exp.model is None:
+        schedule = {k: schedule[k] for k in ("rounds", "clients_per_round")}
+    schedule = {k: ("all" if v is None and k == "clients_per_round" else v)
+                for k, v in schedule.items()}
+    experiment = {"name": exp.name, "paper": exp.paper, "title": exp.title,
+                  "partition": exp.partition, "model": exp.model,
+                  "model_options": exp.model_options or None,
+                  "evaluators": None if exp.evaluators is None else ",".join(exp.evaluators)}
+    return {"suite": suite,
+            "experiment": {k: v for k, v in experiment.items() if v is not None},
+            "algorithm": {"name": alg.name, "method": alg.method,
+                          **dataclasses.asdict(alg.hyper)},
+            "schedule": {k: v for k, v in schedule.items() if v is not None},
+            "partition": partition, "seeds": seeds}
+
+
+def _log_summary(tracker: Any, path: Path) -> None:
+    from clusterfl.tracking import log_cell_artifact
+
+    log_cell_artifact(tracker, path)
 
 
 def _fmt(name: str, value: float) -> str:
@@ -97,9 +125,11 @@ def _last(history: RunHistory) -> str:
 
 
 def _tracker(params: Any, experiment: str, algorithm: str, cell: dict[str, Any]) -> Any:
-    from clusterfl.tracking import CellTracker, git_commit
+    from clusterfl.tracking import CellTracker, git_commit, show_runs
 
     tags = {"stage": "train", "git_commit": git_commit(), "experiment": experiment,
             "algorithm": algorithm, "suite": params.suite}
     name = params.tracking.get("experiment", "clusterfl")
-    return CellTracker(name, f"{experiment}/{algorithm}", cell, tags)
+    tracker = CellTracker(name, f"{experiment}/{algorithm}", cell, tags)
+    show_runs(tracker.client, tracker.experiment_id)
+    return tracker
