@@ -107,7 +107,11 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
             atomic_write_text(curve_dir / curve.primary.name / f"{exp}__{alg}.csv",
                               curve.frame.to_csv(index=False))
     atomic_write_json(reports_dir / "metrics.json", metrics)
-    overview = html.Section("Results", html.strip_heading(intro + results_table),
+    # on the page, the papers' sections are anchors, not tables/<paper>.md
+    anchors = ", ".join(f"[{s.title}](#{s.anchor})" for s in page) or "none"
+    linked = INTRO.format(sections=anchors) + intro.removeprefix(
+        INTRO.format(sections=", ".join(sections) or "none"))
+    overview = html.Section("Results", html.strip_heading(linked + results_table),
                             ["figures/convergence.png"])
     shown = {f for s in [overview, *page] for f in s.figures}
     others = [f"figures/{f}" for f in html.relative(sorted((reports_dir / "figures").rglob(
