@@ -37,9 +37,13 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     alg = params.algorithm(algorithm, experiment=experiment)
     seeds = seeds or params.seeds
     paths = SuitePaths(params.suite)
-    if not params.cell_in_suite(experiment, algorithm):
+    position = cell_position(params.suite_cells(), experiment, algorithm)
+    if position is None:
         console.print(f"[yellow]note:[/yellow] {experiment}-{algorithm} is not a cell of suite "
                       f"{params.suite!r}; its report will not include it")
+    else:  # the suite-level line: under `dvc repro` each cell is its own process
+        console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
+                      f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
     dataset_name = params.partition(exp.partition)["dataset"]
     suite = f"--suite {params.suite}"
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
@@ -80,6 +84,16 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))
         console.print(f"{experiment}/{algorithm}: {name} last {last} best {best} "
                       f"over seeds {seeds}")
+
+
+def cell_position(cells: list[tuple[str, str, str]], experiment: str, algorithm: str
+                  ) -> tuple[int, int] | None:
+    """(i, n): the cell is the i-th (from 1) of the suite's n cells in file order (the order
+    `dvc repro` runs them); None if the suite does not train it."""
+    names = [(e, a) for _, e, a in cells]
+    if (experiment, algorithm) not in names:
+        return None
+    return names.index((experiment, algorithm)) + 1, len(names)
 
 
 def run_params(suite: str, exp: Experiment, alg: AlgorithmConfig, seeds: list[int],

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from clusterfl import tracking
 from clusterfl.config import load_params
-from pipeline.train import run_params
+from pipeline.train import cell_position, run_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,3 +59,10 @@ def test_publish_attaches_files_to_the_newest_parent_run(tmp_path):
     assert experiment.tags[tracking.EXPERIMENT_KIND[0]] == "custom_model_development"
     assert tracking.runs_page_url("http://h:1/", experiment.experiment_id).endswith(
         f"/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning")
+
+
+def test_cell_position_counts_the_suite_cells_in_file_order():
+    cells = [("p1", "e", "a"), ("p1", "e", "b"), ("p2", "f", "a")]
+    assert cell_position(cells, "e", "b") == (2, 3)
+    assert cell_position(cells, "f", "a") == (3, 3)
+    assert cell_position(cells, "f", "b") is None
