@@ -227,7 +227,14 @@ def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
     for alg in ALGORITHMS:
         assert f"{EXPERIMENT}/{alg}/seed0" in legend
     assert f"{EXPERIMENT}/fedavg/seed1" not in legend
+    card.scroll_into_view_if_needed()
     _shot(page, tmp_path, "4_compare_two_algorithms")
+    card.locator("button[data-component-id=fullscreen_button_chartcard]").click()
+    dialog = page.locator("[role=dialog]").filter(has_text="test_acc")
+    dialog.locator(".js-line").nth(len(ALGORITHMS) - 1).wait_for()
+    for alg in ALGORITHMS:  # the large chart's legend names both seed runs
+        assert f"{EXPERIMENT}/{alg}/seed0 (test_acc)" in dialog.inner_text()
+    _shot(page, tmp_path, "4b_test_acc_fullscreen")  # the README's docs/img/mlflow_compare.png
 
 
 def test_report_page_has_every_table_and_figure(page, repo, tmp_path):
