@@ -41,9 +41,6 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     if position is None:
         console.print(f"[yellow]note:[/yellow] {experiment}-{algorithm} is not a cell of suite "
                       f"{params.suite!r}; its report will not include it")
-    else:  # the suite-level line: under `dvc repro` each cell is its own process
-        console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
-                      f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
     dataset_name = params.partition(exp.partition)["dataset"]
     suite = f"--suite {params.suite}"
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
@@ -51,6 +48,9 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
                     f"clusterfl partition {exp.partition} {suite}"), seed, engine)
             for seed in seeds]
+    if position is not None:  # the suite-level line (under `dvc repro` a cell is a process)
+        console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
+                      f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
     cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
     tracker = _tracker(params, experiment, algorithm, cell) if track else None
     executor = default_executor(min(workers, len(jobs)))
