@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install reproduce test lint ui paper paper-online schemes clean-venv
+.PHONY: install reproduce test browser lint ui paper paper-online schemes clean-venv
 
 install: $(STAMP)
 
@@ -26,15 +26,21 @@ paper-online: $(STAMP)  ## the papers' settings on data that must be downloaded
 schemes: $(STAMP)  ## every paper's partition scheme, no training
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro suites/schemes/dvc.yaml
 
-test: $(STAMP)
+browser:  ## Debian's Chromium for tests/test_browser.py (installed as root with apt-get only)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) \
+	      || echo "could not install chromium: tests/test_browser.py will skip"; \
+	  else echo "no chromium and not root with apt-get: tests/test_browser.py will skip"; fi; }
+
+test: $(STAMP) browser
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check src pipeline tests
 
-ui: $(STAMP)  ## the MLflow UI on the runs of this repo
-	$(BIN)/mlflow ui --backend-store-uri "$${MLFLOW_TRACKING_URI:-sqlite:///$(CURDIR)/mlflow.db}" \
-		--host 127.0.0.1 --port $${PORT:-5000}
+ui: $(STAMP)  ## the MLflow UI on the runs of this repo, opened on the runs table
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl ui --port $${PORT:-5000}
 
 clean-venv:
 	rm -rf $(VENV)

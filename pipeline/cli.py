@@ -214,20 +214,23 @@ def report(
         help="Leave out the suite's cells without results (listed in results.md) instead of "
              "stopping; for part of a suite trained by hand.")] = False,
     track: Annotated[bool, typer.Option(
-        help="Log to MLflow the suite's trained cells it lacks (`track --replay`).")] = True,
+        help="Log to MLflow the suite's trained cells it lacks (`track --replay`), then attach "
+             "the figures and tables to the cells' runs and to a report run.")] = True,
 ) -> None:
-    """Aggregate the suite's results into reports/<suite>/ (tables, figures, metrics.json)."""
+    """Aggregate the suite's results into reports/<suite>/ (tables, figures, metrics.json,
+    index.html)."""
     from clusterfl.config import load_params
     from pipeline import report as stage
     from pipeline.common import SuitePaths
 
     loaded = load_params(_suite_file(params, suite))
     paths = SuitePaths(loaded.suite)
-    stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial)
     if track:  # cells trained while the store was down are logged now, once
         from pipeline.track import replay_pending
 
         replay_pending(loaded.suite, console)
+    stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial,
+              track=track)
 
 
 @app.command()
@@ -255,6 +258,22 @@ def track(
 
         raise UserError(f"MLflow store unreachable ({reason(err)}); "
                         "nothing was lost: run this again when it is up") from None
+
+
+@app.command()
+@user_errors
+def ui(
+    suite: SuiteOpt = "default",
+    params: ParamsOpt = None,
+    host: Annotated[str, typer.Option(help="Address the UI listens on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port the UI listens on.")] = 5000,
+) -> None:
+    """Start the MLflow UI on this repo's runs and print the link to the runs table."""
+    from clusterfl.config import load_params
+    from pipeline import ui as stage
+
+    loaded = load_params(_suite_file(params, suite))
+    stage.run(loaded.tracking.get("experiment", "clusterfl"), host, port, console)
 
 
 @app.command()
@@ -296,11 +315,13 @@ def compare(
 
 
 def _print_registry(title: str, rows: list[tuple[str, str]]) -> None:
+    from rich.markup import escape
+
     table = Table(title=title)
     table.add_column("name")
     table.add_column("description")
     for name, description in rows:
-        table.add_row(name, description)
+        table.add_row(name, escape(description))  # "[p1]" is text, not rich markup
     Console().print(table)
 
 
@@ -357,16 +378,38 @@ def list_algorithms(suite: SuiteOpt = "default", params: ParamsOpt = None) -> No
 @list_app.command("experiments")
 @user_errors
 def list_experiments(suite: SuiteOpt = "default", params: ParamsOpt = None) -> None:
-    """Every paper's experiments, and which the suite trains."""
+    """Every paper's experiments: which the active suite trains, and every suite using each."""
+    from rich.markup import escape
+
     from clusterfl.config import load_params
 
     p = load_params(_suite_file(params, suite))
     in_suite = {e for _, e, _ in p.suite_cells()}
-    _print_registry(f"experiments (suite {p.suite!r})", [
-        (n, f"[{p.paper_of[n]}] {p.experiment(n).title}"
-            f"{' [in suite]' if n in in_suite else ''}")
-        for n in p.experiments
-    ])
+    root = p.file.parent / str(p.suite_raw.get("root", "."))
+    using = _suites_using(root)
+    table = Table(title=f"experiments (* = trained by suite {p.suite!r}: "
+                        f"{len(in_suite)} of {len(p.experiments)})")
+    for column in ("", "name", "paper", "title", "suites that train it"):
+        table.add_column(column)
+    for n in p.experiments:
+        table.add_row("*" if n in in_suite else "", n, p.paper_of[n],
+                      escape(p.experiment(n).title), ", ".join(using.get(n, [])))
+    Console().print(table)
+
+
+def _suites_using(root: Path) -> dict[str, list[str]]:
+    """experiment -> the suites whose cells train it (root params.yaml is `default`)."""
+    from clusterfl.config import read_yaml
+
+    files = {"default": root / "params.yaml"}
+    files |= {f.parent.name: f for f in sorted((root / "suites").glob("*/params.yaml"))}
+    using: dict[str, list[str]] = {}
+    for name, path in files.items():
+        cells = (read_yaml(path).get("suite") or {}).get("cells") or {}
+        for exp in dict.fromkeys(c.get("experiment") for c in cells.values()
+                                 if isinstance(c, dict)):
+            using.setdefault(str(exp), []).append(name)
+    return using
 
 
 def main() -> None:

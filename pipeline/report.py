@@ -8,10 +8,14 @@ Under `reports_dir`:
 - `figures/convergence.png` and the papers' figures;
 - `curves/<primary metric>/<experiment>__<algorithm>.csv`: mean curves over seeds, one folder
   per primary metric so that each `dvc plots` entry has one y column;
-- `metrics.json`: {experiment: {algorithm: numbers}} for `dvc metrics`, papers' added.
+- `metrics.json`: {experiment: {algorithm: numbers}} for `dvc metrics`, papers' added;
+- `index.html`: one page with every table and figure above, from the same Markdown.
 Every directory is swapped in whole (`output_dir`): a failed report leaves the last one.
+With `track`, each cell's figures and summary table become artifacts of its MLflow parent
+run, and the tables, figures and page artifacts of a run `report/<suite>` (stage=report).
 """
 
+import tempfile
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,6 +26,7 @@ from rich.console import Console
 from clusterfl.errors import UserError
 from clusterfl.io import atomic_write_json, atomic_write_text
 from clusterfl.papers import Paper, ReportInput, ReportOutput
+from clusterfl.reports import html
 from clusterfl.reports.figures import convergence_figure
 from clusterfl.reports.results import merge_metrics, metrics_json, results_markdown, summary_table
 from clusterfl.reports.runs import mean_curve, seed_dirs, seed_rows
@@ -47,17 +52,20 @@ class Suite(Protocol):
 
 
 def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path,
-        reports_dir: Path, partial: bool = False) -> None:
+        reports_dir: Path, partial: bool = False, track: bool = False) -> None:
     """`partial`: leave out the suite's cells that have no results (listed in results.md)
-    instead of stopping at the first, for a report on part of a suite run by hand."""
+    instead of stopping at the first, for a report on part of a suite run by hand.
+    `track`: publish the figures and tables to MLflow (the suite's `tracking` store)."""
     if not params.suite_cells():  # a data-only suite (e.g. `schemes`): nothing to report
+        text = f"This suite trains no cells; its partitions are under {partitions_dir}.\n"
         with output_dir(reports_dir / "tables") as out:
-            atomic_write_text(out / "results.md", "# Results\n\nThis suite trains no cells; "
-                              f"its partitions are under {partitions_dir}.\n")
+            atomic_write_text(out / "results.md", "# Results\n\n" + text)
         for folder in ("figures", "curves"):
             with output_dir(reports_dir / folder):
                 pass
         atomic_write_json(reports_dir / "metrics.json", {})
+        atomic_write_text(reports_dir / "index.html",
+                          html.render(_page_title(params), [html.Section("Results", text)]))
         return
     cells, missing = _cells_with_results(params, results_dir, partial)
     if not cells:
@@ -73,7 +81,7 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
     with (output_dir(reports_dir / "tables") as tables,
           output_dir(reports_dir / "figures") as figures,
           output_dir(reports_dir / "curves") as curve_dir):
-        sections = []
+        sections, page = [], []
         for key, paper in params.papers.items():
             build = paper.report_function()
             mine = [(exp, alg) for k, exp, alg in cells if k == key]
@@ -84,6 +92,9 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
             atomic_write_text(tables / f"{key}.md", _section(paper, section, figures))
             merge_metrics(metrics, section.metrics)
             sections.append(f"[{paper.title}]({key}.md)")
+            page.append(html.Section(paper.title, section.markdown,
+                                     [f"figures/{f}" for f in html.relative(section.figures,
+                                                                            figures)]))
         intro = INTRO.format(sections=", ".join(sections) or "none")
         if missing:
             intro += (f"Partial report: {len(missing)} cells of the suite have no results and "
@@ -96,8 +107,76 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
             atomic_write_text(curve_dir / curve.primary.name / f"{exp}__{alg}.csv",
                               curve.frame.to_csv(index=False))
     atomic_write_json(reports_dir / "metrics.json", metrics)
+    # on the page, the papers' sections are anchors, not tables/<paper>.md
+    anchors = ", ".join(f"[{s.title}](#{s.anchor})" for s in page) or "none"
+    linked = INTRO.format(sections=anchors) + intro.removeprefix(
+        INTRO.format(sections=", ".join(sections) or "none"))
+    overview = html.Section("Results", html.strip_heading(linked + results_table),
+                            ["figures/convergence.png"])
+    shown = {f for s in [overview, *page] for f in s.figures}
+    others = [f"figures/{f}" for f in html.relative(sorted((reports_dir / "figures").rglob(
+        "*.png")), reports_dir / "figures") if f"figures/{f}" not in shown]
+    if others:  # a figure no section names still belongs on the page
+        page.append(html.Section("Other figures", "", others))
+    atomic_write_text(reports_dir / "index.html",
+                      html.render(_page_title(params), [overview, *page]))
     console.print(results_table)
-    console.print(f"wrote {reports_dir}/tables/results.md and {len(sections)} paper sections")
+    console.print(f"wrote {reports_dir}/tables/results.md, {len(sections)} paper sections "
+                  f"and {reports_dir}/index.html")
+    if track:
+        _publish(params, console, reports_dir, [(e, a) for _, e, a in cells], table,
+                 experiment_references)
+
+
+def _page_title(params: Suite) -> str:
+    return f"clusterfl report: suite {getattr(params, 'suite', '')}".rstrip(": ")
+
+
+def _cell_files(reports_dir: Path, cell: tuple[str, str], experiments: list[str]
+                ) -> list[tuple[Path, str]]:
+    """A cell's figures: those of its experiment (the longest experiment name that prefixes
+    the file's stem, so `e_lam0_curves.png` is `e_lam0`'s, not `e`'s), and its mean curve."""
+    exp, alg = cell
+    files = []
+    for path in sorted((reports_dir / "figures").rglob("*.png")):
+        owners = [e for e in experiments if path.stem == e or path.stem.startswith(f"{e}_")]
+        if owners and max(owners, key=len) == exp:
+            files.append((path, "figures"))
+    files += [(p, "curves") for p in sorted((reports_dir / "curves").glob(f"*/{exp}__{alg}.csv"))]
+    return files
+
+
+def _publish(params: Any, console: Console, reports_dir: Path, cells: list[tuple[str, str]],
+             table: pd.DataFrame, references: Any) -> None:
+    """Each cell's figures and summary table to its parent run; the report to a report run."""
+    from clusterfl.tracking import git_commit, publish_report
+
+    experiments = sorted({e for e, _ in cells})
+    name = params.tracking.get("experiment", "clusterfl")
+    with tempfile.TemporaryDirectory() as tmp:  # each cell's own summary table
+        files = {}
+        for exp, alg in cells:
+            mine = table[(table["experiment"] == exp) & (table["algorithm"] == alg)]
+            summary = Path(tmp) / exp / alg / "summary.md"
+            atomic_write_text(summary, f"# {exp}/{alg}\n\n" + results_markdown(mine, references))
+            files[(exp, alg)] = [*_cell_files(reports_dir, (exp, alg), experiments),
+                                 (summary, "tables")]
+        report = [(reports_dir / "index.html", ""), (reports_dir / "metrics.json", "")]
+        report += [(p, p.parent.relative_to(reports_dir).as_posix())
+                   for folder in ("tables", "figures")
+                   for p in sorted((reports_dir / folder).rglob("*")) if p.is_file()]
+        try:
+            run_id, missing = publish_report(name, params.suite, files, report,
+                                             {"git_commit": git_commit()})
+        except Exception as err:  # the report is written; the store is a convenience
+            console.print(f"[yellow]warning:[/yellow] report written, but not published to "
+                          f"MLflow ({type(err).__name__}: {err})")
+            return
+    console.print(f"MLflow: figures and tables of {len(cells) - len(missing)} cells attached "
+                  f"to their parent runs; report run {run_id} (experiment {name!r})")
+    if missing:
+        console.print(f"[yellow]note:[/yellow] no tracked run for {', '.join(missing)} "
+                      "(trained with --no-track or into another store)")
 
 
 def _cells_with_results(params: Suite, results_dir: Path, partial: bool

@@ -19,7 +19,7 @@ from rich.console import Console
 
 from clusterfl.callbacks import Callback, progress_callback, replay
 from clusterfl.checkpoints import CheckpointPolicy, remove_checkpoints
-from clusterfl.config import load_params
+from clusterfl.config import AlgorithmConfig, Experiment, load_params
 from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
 from clusterfl.execution import Executor, SeedJob, default_executor
@@ -46,7 +46,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     alg = params.algorithm(algorithm, experiment=experiment)
     seeds = seeds or params.seeds
     paths = SuitePaths(params.suite)
-    if not params.cell_in_suite(experiment, algorithm):
+    position = cell_position(params.suite_cells(), experiment, algorithm)
+    if position is None:
         console.print(f"[yellow]note:[/yellow] {experiment}-{algorithm} is not a cell of suite "
                       f"{params.suite!r}; its report will not include it")
     dataset_name = params.partition(exp.partition)["dataset"]
@@ -63,10 +64,10 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     load_dataset(dataset)  # validated before any run is created: a bad file is one line
     for job in jobs:
         load_partition(job.partition)
-    cell = {"suite": params.suite, "experiment": params.experiments[experiment],
-            "algorithm": {"method": alg.method, **dataclasses.asdict(alg.hyper)},
-            "seeds": seeds, "partition": params.partitions[exp.partition],
-            "schedule": dataclasses.asdict(exp.schedule)}
+    if position is not None:  # the suite-level line (under `dvc repro` a cell is a process)
+        console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
+                      f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
+    cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
     record = _tracking_record(params, experiment, algorithm, cell)
     tracker = _tracker(record, params.suite, console) if track else None
     executor = executor or default_executor(min(workers, len(jobs)))
@@ -95,6 +96,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         atomic_write_json(out / "summary.json", {"seeds": seeds, **mean, **std})
         atomic_write_json(out / "tracking.json", record)
         if tracker is not None:
+            _log_summary(tracker, out / "summary.json")
             tracker.finish({**mean, **std})
     remove_checkpoints(checkpoints.directory, seeds)
     name = history.primary
@@ -102,6 +104,46 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))
         console.print(f"{experiment}/{algorithm}: {name} last {last} best {best} "
                       f"over seeds {seeds}")
+
+
+def cell_position(cells: list[tuple[str, str, str]], experiment: str, algorithm: str
+                  ) -> tuple[int, int] | None:
+    """(i, n): the cell is the i-th (from 1) of the suite's n cells in file order (the order
+    `dvc repro` runs them); None if the suite does not train it."""
+    names = [(e, a) for _, e, a in cells]
+    if (experiment, algorithm) not in names:
+        return None
+    return names.index((experiment, algorithm)) + 1, len(names)
+
+
+def run_params(suite: str, exp: Experiment, alg: AlgorithmConfig, seeds: list[int],
+               partition: dict[str, Any]) -> dict[str, Any]:
+    """What a cell's runs used, as MLflow params: the experiment's resolved values (its
+    schedule with the suite's overrides applied, not the paper's raw `training` block; its
+    `algorithm_options` are already in the hyperparameters), the partition's entry, seeds.
+    A model-free experiment uses only rounds and participation of the schedule; an unset
+    field (None) is left out, except participation, where None means every client."""
+    schedule = dataclasses.asdict(exp.schedule)
+    if exp.model is None:
+        schedule = {k: schedule[k] for k in ("rounds", "clients_per_round")}
+    schedule = {k: ("all" if v is None and k == "clients_per_round" else v)
+                for k, v in schedule.items()}
+    experiment = {"name": exp.name, "paper": exp.paper, "title": exp.title,
+                  "partition": exp.partition, "model": exp.model,
+                  "model_options": exp.model_options or None,
+                  "evaluators": None if exp.evaluators is None else ",".join(exp.evaluators)}
+    return {"suite": suite,
+            "experiment": {k: v for k, v in experiment.items() if v is not None},
+            "algorithm": {"name": alg.name, "method": alg.method,
+                          **dataclasses.asdict(alg.hyper)},
+            "schedule": {k: v for k, v in schedule.items() if v is not None},
+            "partition": partition, "seeds": seeds}
+
+
+def _log_summary(tracker: Any, path: Path) -> None:
+    from clusterfl.tracking import log_artifact_best_effort
+
+    log_artifact_best_effort(tracker, path)
 
 
 def _fmt(name: str, value: float) -> str:
@@ -128,12 +170,17 @@ def _tracking_record(params: Any, experiment: str, algorithm: str,
 
 
 def _tracker(record: dict[str, Any], suite: str, console: Console) -> Any:
-    from clusterfl.tracking import BestEffortTracker, CellTracker, default_tracking_uri
+    from clusterfl.tracking import BestEffortTracker, CellTracker, default_tracking_uri, show_runs
 
     uri = default_tracking_uri()
+
+    def make() -> CellTracker:
+        tracker = CellTracker(record["experiment"], record["run_name"], record["params"],
+                              record["tags"], uri=uri)
+        show_runs(tracker.client, tracker.experiment_id)  # the UI opens on the runs table
+        return tracker
+
     return BestEffortTracker(
-        lambda: CellTracker(record["experiment"], record["run_name"], record["params"],
-                            record["tags"], uri=uri),
-        lambda line: console.print(f"[yellow]warning:[/yellow] {line}", highlight=False,
-                                   soft_wrap=True),
+        make, lambda line: console.print(f"[yellow]warning:[/yellow] {line}", highlight=False,
+                                         soft_wrap=True),
         uri, f"clusterfl track --replay --suite {suite}")

@@ -98,9 +98,13 @@ def test_repro_runs_exactly_the_suite_and_writes_reports_and_mlflow_runs(workspa
     client = MlflowClient(env["MLFLOW_TRACKING_URI"])
     exp = client.get_experiment_by_name("clusterfl")
     runs = client.search_runs([exp.experiment_id], max_results=200)
-    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
-    children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
+    trained = [r for r in runs if r.data.tags.get("stage") == "train"]
+    parents = [r for r in trained if "mlflow.parentRunId" not in r.data.tags]
+    children = [r for r in trained if "mlflow.parentRunId" in r.data.tags]
     assert len(parents) == 6 and len(children) == 12  # 6 cells, 2 seeds each
+    assert [r.info.run_name for r in runs if r.data.tags.get("stage") == "report"] == [
+        "report/default"]
+    assert "<table>" in (ws / "reports/default/index.html").read_text()  # a DVC out too
     p1_child = next(r for r in children if r.data.tags["experiment"].startswith("p1_"))
     curve = client.get_metric_history(p1_child.info.run_id, "test_acc")
     assert [m.step for m in curve] == [1, 2, 3]

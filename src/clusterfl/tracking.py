@@ -255,3 +255,88 @@ def replay_cell(record: dict[str, Any],
         replay(history, tracker.seed_callback(seed))
     tracker.finish(summary)
     return True
+
+
+# -- what a user sees in the UI: the runs view, and every figure and table beside its run ----
+
+# MLflow 3's UI opens an experiment in its GenAI view (traces) unless told otherwise: the
+# experiment tag below names a model-training experiment (read by the UI where its workflow
+# switch is off), and the `workflowType` query parameter of `runs_page_url` picks the runs
+# view where it is on (MLflow 3.17: the URL wins, then the browser's last choice).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
+def show_runs(client: Any, experiment_id: str) -> None:
+    """Tag the experiment as model training, so that the UI opens it on its runs."""
+    client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
+
+
+def runs_page_url(base: str, experiment_id: str) -> str:
+    """The UI's runs table of an experiment, in the model-training view."""
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
+def find_experiment(name: str, uri: str | None = None) -> str | None:
+    """The id of experiment `name` in the store, None if it has none."""
+    from mlflow.tracking import MlflowClient
+
+    found = MlflowClient(uri or default_tracking_uri()).get_experiment_by_name(name)
+    return None if found is None else found.experiment_id
+
+
+def log_cell_artifact(tracker: "CellTracker", path: Path, artifact_path: str | None = None
+                      ) -> None:
+    """A file (e.g. the cell's summary.json) as an artifact of the cell's parent run."""
+    tracker.client.log_artifact(tracker.parent.info.run_id, str(path), artifact_path)
+
+
+def log_artifact_best_effort(tracker: "BestEffortTracker", path: Path) -> None:
+    """`log_cell_artifact` through a best-effort tracker (nothing where the store is down)."""
+    if tracker.tracker is not None:
+        tracker._call(log_cell_artifact, tracker.tracker, path)
+
+
+Files = list[tuple[Path, str]]  # (local file, artifact folder in the run; "" for the top)
+
+
+def _cell_run(client: Any, experiment_id: str, suite: str, experiment: str,
+              algorithm: str) -> str | None:
+    """The newest finished parent run of cell `experiment/algorithm` of `suite`."""
+    runs = client.search_runs(
+        [experiment_id],
+        filter_string=(f"attributes.run_name = '{experiment}/{algorithm}' and "
+                       f"tags.suite = '{suite}' and tags.stage = 'train' and "
+                       "attributes.status = 'FINISHED'"),
+        order_by=["attributes.start_time DESC"], max_results=1)
+    return runs[0].info.run_id if runs else None
+
+
+def _log_files(client: Any, run_id: str, files: Files) -> None:
+    for path, folder in files:
+        client.log_artifact(run_id, str(path), folder or None)
+
+
+def publish_report(name: str, suite: str, cells: dict[tuple[str, str], Files],
+                   report: Files, tags: dict[str, str], uri: str | None = None
+                   ) -> tuple[str, list[str]]:
+    """Attach each cell's files to its newest parent run, and log `report` to a new run
+    `report/<suite>` (tag stage=report). Returns the report run's id and the cells that
+    have no parent run in the store (trained with --no-track, or into another store)."""
+    from mlflow.tracking import MlflowClient
+
+    configure_http()  # a store that is down costs seconds, not minutes of retries
+    client = MlflowClient(uri or default_tracking_uri())
+    experiment_id = _experiment_id(client, name)
+    show_runs(client, experiment_id)
+    missing = []
+    for (experiment, algorithm), files in cells.items():
+        run_id = _cell_run(client, experiment_id, suite, experiment, algorithm)
+        if run_id is None:
+            missing.append(f"{experiment}/{algorithm}")
+        else:
+            _log_files(client, run_id, files)
+    run = client.create_run(experiment_id, run_name=f"report/{suite}",
+                            tags={**tags, "stage": "report", "suite": suite})
+    _log_files(client, run.info.run_id, report)
+    client.set_terminated(run.info.run_id, "FINISHED")
+    return run.info.run_id, missing

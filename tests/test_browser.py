@@ -1,0 +1,256 @@
+"""What a user sees, in a real browser: the MLflow UI over a small run's store, and the report
+page `reports/<suite>/index.html`.
+
+Two cells (FedAvg and pFedKM K=3 on P1's synthetic MLR, 2 seeds, 4 rounds) are trained and
+reported into a temporary repo; a real `mlflow server` serves its store on 127.0.0.1 and
+headless Chromium (Debian's `chromium`, driven by Playwright; `make test` installs it as
+root) opens the runs table, a seed run's charts, the parent run's artifacts, the chart view
+comparing two algorithms, and the report page. Screenshots go to the test's tmp dir and are
+copied to CLUSTERFL_SCREENSHOTS (default: <tmp>/clusterfl-screenshots) for a person to look
+at. Skipped, with the reason, only where no Chromium or no Playwright is installed.
+"""
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+pytestmark = [pytest.mark.server, pytest.mark.slow, pytest.mark.browser]
+
+ROUNDS, SEEDS = 4, [0, 1]
+EXPERIMENT = "p1_synthetic_mlr"
+ALGORITHMS = ("fedavg", "pfedkm_k3")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SEED0 = "tags.seed = '0'"  # the search that shows one seed of every cell
+SCREENS = Path(os.environ.get("CLUSTERFL_SCREENSHOTS",
+                              Path(tempfile.gettempdir()) / "clusterfl-screenshots"))
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if path := shutil.which(name):
+            return path
+    pytest.skip("no Chromium on this machine (Debian: apt-get install chromium; `make test` "
+                "installs it when run as root)")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="playwright not installed (requirements.lock)")
+    executable = _chromium()
+    with sync_api.sync_playwright() as p:
+        # Playwright's launch gives every run a fresh profile (its own --user-data-dir)
+        launched = p.chromium.launch(executable_path=executable, args=FLAGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    """A trained and reported repo: results, reports/default/ and an MLflow sqlite store."""
+    from pipeline.cli import app
+
+    ws = tmp_path_factory.mktemp("repo")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    cells = {f"{EXPERIMENT}-{a}": {"paper": "p1", "experiment": EXPERIMENT, "algorithm": a}
+             for a in ALGORITHMS}
+    params["suite"].update(seeds=SEEDS, training={"rounds": ROUNDS}, cells=cells,
+                           datasets=["p1_synthetic"], partitions=["p1_synthetic"])
+    params["datasets"]["p1_synthetic"].update(clients_per_cluster=3, max_size=200)
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    commands = [["download", "p1_synthetic"], ["partition", "p1_synthetic"],
+                *[["train", EXPERIMENT, a] for a in ALGORITHMS], ["report"]]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ws)
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{ws / 'mlflow.db'}")
+        for args in commands:
+            result = CliRunner().invoke(app, [*args, "-p", "params.yaml"])
+            assert result.exit_code == 0, (args, result.output, result.exception)
+    return ws
+
+
+@pytest.fixture(scope="module")
+def server(repo):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{repo / 'mlflow.db'}", "--workers", "1"],
+        cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("mlflow server did not start")
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(proc.pid, 15)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # uvicorn's workers ignore TERM under load
+            os.killpg(proc.pid, 9)
+            proc.wait(timeout=30)
+
+
+@pytest.fixture
+def page(browser, tmp_path):
+    context = browser.new_context(viewport={"width": 1500, "height": 950})
+    context.set_default_timeout(90_000)  # a shared 2-core machine: the UI loads slowly
+    opened = context.new_page()
+    yield opened
+    context.close()
+
+
+def _shot(page, tmp_path: Path, name: str, full_page: bool = False) -> Path:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    SCREENS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(path, SCREENS / path.name)
+    return path
+
+
+def _runs(repo: Path) -> dict[str, str]:
+    """Run name -> run id in the store."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("clusterfl")
+    return {r.info.run_name: r.info.run_id for r in client.search_runs([experiment.experiment_id])}
+
+
+def _experiment_id(repo: Path) -> str:
+    from clusterfl.tracking import find_experiment
+
+    return find_experiment("clusterfl", f"sqlite:///{repo / 'mlflow.db'}")
+
+
+def _close_assistant(page) -> None:
+    """MLflow 3.17 opens an assistant panel beside every page; close it for a wider view."""
+    close = page.locator("button[aria-label=Close]")
+    if close.count():
+        close.first.click()
+
+
+def _expand_parents(page) -> None:
+    """Click each parent run's expander (the + beside its name) to show its seed runs."""
+    page.get_by_role("link", name=f"{EXPERIMENT}/{ALGORITHMS[0]}", exact=True).first.wait_for()
+    expand = page.locator("button[data-component-id*=runnamecellrenderer]")
+    for i in range(expand.count()):
+        expand.nth(i).click()
+
+
+def test_runs_table_shows_cells_and_seed_runs(page, server, repo, tmp_path):
+    from clusterfl.tracking import runs_page_url
+
+    page.goto(runs_page_url(server, _experiment_id(repo)))
+    for alg in ALGORITHMS:
+        page.get_by_text(f"{EXPERIMENT}/{alg}", exact=True).first.wait_for()
+    assert "/runs" in page.url and "genai" not in page.url  # the runs table, not traces
+    _close_assistant(page)
+    _expand_parents(page)
+    for alg in ALGORITHMS:
+        for seed in SEEDS:
+            page.get_by_text(f"{EXPERIMENT}/{alg}/seed{seed}", exact=True).wait_for()
+    page.get_by_text("report/default", exact=True).wait_for()
+    _shot(page, tmp_path, "1_runs_table")
+
+
+def test_seed_run_chart_draws_every_round(page, server, repo, tmp_path):
+    runs = _runs(repo)
+    run_id = runs[f"{EXPERIMENT}/pfedkm_k3/seed0"]
+    page.goto(f"{server}/#/experiments/{_experiment_id(repo)}/runs/{run_id}/model-metrics"
+              "?workflowType=machine_learning")
+    # charts below the fold render only when scrolled to (a spinner until then): pFedKM logs
+    # 10 metrics, test_acc among the last alphabetically, so search for it as a user would
+    page.get_by_placeholder("Search metric charts").fill("test_acc")
+    card = page.locator("[data-testid=experiment-view-compare-runs-card]").filter(
+        has=page.locator("h4[title=test_acc]"))
+    card.locator("g.points path.point").first.wait_for()  # drawn, not a spinner
+    _close_assistant(page)
+    assert card.locator("g.points path.point").count() == ROUNDS
+    assert card.locator(".js-line").first.get_attribute("d").count("L") == ROUNDS - 1
+    _shot(page, tmp_path, "2_seed_run_charts")
+
+
+def test_parent_run_lists_figures_and_summary(page, server, repo, tmp_path):
+    run_id = _runs(repo)[f"{EXPERIMENT}/pfedkm_k3"]
+    page.goto(f"{server}/#/experiments/{_experiment_id(repo)}/runs/{run_id}/artifacts"
+              "?workflowType=machine_learning")
+    for folder in ("figures", "tables", "curves"):
+        page.get_by_text(folder, exact=True).first.wait_for()
+    _close_assistant(page)
+    page.get_by_text("figures", exact=True).first.click()
+    expected = [f"{EXPERIMENT}_{kind}.png" for kind in ("curves", "clustering", "assignments")]
+    for name in expected:
+        page.get_by_text(name, exact=True).wait_for()
+    page.get_by_text(f"{EXPERIMENT}_assignments.png", exact=True).click()
+    page.locator("img[src^=blob]").first.wait_for()  # the figure's preview, fetched
+    _shot(page, tmp_path, "3_parent_run_artifacts")
+
+
+def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
+    """The README's walkthrough: filter to seed 0 of each cell, switch to the chart view."""
+    from clusterfl.tracking import runs_page_url
+
+    url = runs_page_url(server, _experiment_id(repo))
+    page.goto(f"{url}&compareRunsMode=CHART&searchFilter={quote(SEED0)}")
+    _expand_parents(page)
+    page.get_by_placeholder("Search metric charts").fill("test_acc")
+    card = page.locator("[data-testid=experiment-view-compare-runs-card]").filter(
+        has=page.locator("h4[title=test_acc]"))
+    card.locator(".js-line").nth(len(ALGORITHMS) - 1).wait_for()
+    _close_assistant(page)
+    legend = card.inner_text()
+    for alg in ALGORITHMS:
+        assert f"{EXPERIMENT}/{alg}/seed0" in legend
+    assert f"{EXPERIMENT}/fedavg/seed1" not in legend
+    card.scroll_into_view_if_needed()
+    _shot(page, tmp_path, "4_compare_two_algorithms")
+    card.locator("button[data-component-id=fullscreen_button_chartcard]").click()
+    dialog = page.locator("[role=dialog]").filter(has_text="test_acc")
+    dialog.locator(".js-line").nth(len(ALGORITHMS) - 1).wait_for()
+    for alg in ALGORITHMS:  # the large chart's legend names both seed runs
+        assert f"{EXPERIMENT}/{alg}/seed0 (test_acc)" in dialog.inner_text()
+    _shot(page, tmp_path, "4b_test_acc_fullscreen")  # the README's docs/img/mlflow_compare.png
+
+
+def test_report_page_has_every_table_and_figure(page, repo, tmp_path):
+    reports = repo / "reports" / "default"
+    tables = sum(len(re.findall(r"^\|[-: |]+\|$", p.read_text(), re.M))
+                 for p in (reports / "tables").glob("*.md"))
+    figures = sorted((reports / "figures").rglob("*.png"))
+    assert tables >= 2 and len(figures) >= 3
+    page.goto((reports / "index.html").as_uri())
+    assert page.locator("table").count() == tables
+    assert page.evaluate("Array.from(document.images).filter("
+                         "i => i.complete && i.naturalWidth > 0).length") == len(figures)
+    text = page.inner_text("body")
+    assert "81.88" in text  # P1 Table 2's pFedKM K=3 number, beside ours
+    for alg in ALGORITHMS:
+        assert alg in text
+    assert page.evaluate("Array.from(document.querySelectorAll('a[href]')).filter("
+                         "a => a.getAttribute('href').endsWith('.md')).length") == 0
+    _shot(page, tmp_path, "5_report_page", full_page=True)
