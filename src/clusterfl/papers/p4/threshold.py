@@ -82,8 +82,18 @@ def threshold_radii(points: Tensor, centers: Tensor, tau: Threshold) -> Tensor:
     return torch.as_tensor(tau, dtype=points.dtype).expand(centers.shape[0])
 
 
+# Eq. (1) forms a [K, N, d] tensor; above this many elements the centers go a few at a time
+# (each center moves on its own, so the result is the same; neural momentums have d ~ 1e5)
+STEP_ELEMENTS = 2**24
+
+
 def threshold_step(points: Tensor, centers: Tensor, radii: Tensor) -> Tensor:
     """One round of Eq. (1) for every center: points [N, d], centers [K, d], radii [K]."""
+    per_center = points.shape[0] * points.shape[1]
+    step = max(1, STEP_ELEMENTS // max(per_center, 1))
+    if centers.shape[0] > step:
+        return torch.cat([threshold_step(points, centers[a : a + step], radii[a : a + step])
+                          for a in range(0, centers.shape[0], step)])
     inside = torch.cdist(centers, points) <= radii[:, None]  # [K, N]
     kept = torch.where(inside[:, :, None], points[None], centers[:, None])  # [K, N, d]
     return kept.mean(dim=1)
