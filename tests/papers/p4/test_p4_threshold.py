@@ -110,4 +110,4 @@ def test_large_inputs_take_the_matrix_product_form_with_the_same_result(monkeypa
     product = threshold.threshold_step(points, centers, radii)
     torch.testing.assert_close(product, literal, rtol=1e-12, atol=1e-12)
     inside = (torch.cdist(centers, points) <= 9.0).sum(dim=1)
-    assert 0 < int(inside.min()) and int(inside.max()) < 30  # both branches of Eq. (1) used
+    assert int(inside.min()) > 0 and int(inside.max()) < 30  # both branches of Eq. (1) used
