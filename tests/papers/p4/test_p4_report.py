@@ -86,8 +86,8 @@ def test_build_reports_the_real_data_table_verdicts_and_figure(tmp_path: Path) -
     # accuracy 72 ± 2 %, final ARI (0.5, 0.3), ARI over rounds (2.5/3, 2.2/3)
     assert "| p4_fmnist_rot | pfl_tc_nn | 72.00 ± 2.00 | 0.400 ± 0.100 | 0.783 ± 0.050 | 2 |" in md
     assert "| p4_fmnist_rot | pdl_tc_nn | 80.00 ± 0.00 | – | – | 2 |" in md
-    assert ("| finds the true clusters | p4_fmnist_rot | final ARI 0.400, mean over rounds "
-            "0.783, peak 1.000 (round 1) | early rounds only |") in md
+    assert ("| finds the true clusters | p4_fmnist_rot | pfl_tc_nn: final ARI 0.400, mean over "
+            "rounds 0.783, peak 1.000 (round 1) | early rounds only |") in md
     assert "pfl_tc_nn 72.00%, oracle_fedavg 80.00% | below by 8.0 points |" in md
     assert "pdl_tc_nn 80.00%, oracle_fedavg 80.00% | within 1 point |" in md
     assert "pfl_tc_nn 72.00%; ifca_nn 60.00%, pfedkm_nn 75.00% | above ifca_nn only |" in md

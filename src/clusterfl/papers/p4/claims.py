@@ -103,12 +103,12 @@ def _acc(finals: Finals, exp: str, alg: str) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def recovery(final: Mapping[str, list[float]]) -> tuple[str, str] | None:
+def recovery(final: Mapping[str, list[float]], alg: str) -> tuple[str, str] | None:
     if not final.get("ari"):
         return None
     curve = final["ari_curve"]
     peak = int(np.argmax(curve))
-    numbers = (f"final ARI {np.mean(final['ari']):.3f}, mean over rounds "
+    numbers = (f"{alg}: final ARI {np.mean(final['ari']):.3f}, mean over rounds "
                f"{np.mean(final['ari_mean']):.3f}, peak {curve[peak]:.3f} (round {peak + 1})")
     last = float(np.mean(final["ari"]))
     verdict = ("holds" if last >= FOUND else
@@ -144,7 +144,7 @@ def real_claims_section(finals: Finals) -> list[str]:
     for exp, alg in finals:
         if not _ours_nn(alg):
             continue
-        for question, got in (("finds the true clusters", recovery(finals[(exp, alg)])),
+        for question, got in (("finds the true clusters", recovery(finals[(exp, alg)], alg)),
                               ("accuracy against the oracle", against_oracle(finals, exp, alg)),
                               ("accuracy against IFCA / pFedKM",
                                against_baselines(finals, exp, alg))):
