@@ -29,6 +29,17 @@ def flatten(stacked: Params) -> torch.Tensor:
     return torch.cat([stacked[k].flatten(1) for k in sorted(stacked)], dim=1)
 
 
+def unflatten(flat: torch.Tensor, like: Params) -> Params:
+    """`flatten`'s inverse: `[C, d]` -> `{name: [C, ...]}` with the shapes of `like`'s rows."""
+    out, start = {}, 0
+    for k in sorted(like):
+        shape = like[k].shape[1:]
+        size = shape.numel()
+        out[k] = flat[:, start : start + size].reshape(flat.shape[0], *shape)
+        start += size
+    return out
+
+
 @dataclass(frozen=True)
 class KMeansResult:
     labels: np.ndarray  # [C] in 0..k-1

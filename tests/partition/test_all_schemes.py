@@ -192,6 +192,22 @@ def test_rotation_clusters_see_rotated_images():
     np.testing.assert_array_equal(y, ds.y[sample])
 
 
+def test_rotation_total_samples_keeps_a_uniform_share():
+    """total_samples = 200 of 600 images: 8 clients x 25 distinct images; by default all 600
+    images are shared out; more than the dataset holds is a UserError."""
+    ds = images()
+    part = build_partition(ds, "rotation", {"num_clients": 8, "total_samples": 200}, 0, "p")
+    full = build_partition(ds, "rotation", {"num_clients": 8}, 0, "p")
+    n = len(ds.y)
+    samples = [np.concatenate([decode(s.train[k], n)[1], decode(s.test[k], n)[1]])
+               for s in (part, full) for k in range(8)]
+    assert [len(x) for x in samples[:8]] == [25] * 8
+    assert len(np.unique(np.concatenate(samples[:8]))) == 200
+    assert len(np.concatenate(samples[8:])) == 600
+    with pytest.raises(UserError, match="total_samples: 601 > the 600 images"):
+        build_partition(ds, "rotation", {"num_clients": 8, "total_samples": 601}, 0, "p")
+
+
 def test_modality_clusters_hold_one_modality_each():
     ds = multimodal()
     p = build_partition(ds, "modality", {"clients_per_modality": 3, "min_size": 5}, 0, "p")

@@ -3,6 +3,8 @@
 - `rotation` (IFCA, Ghosh et al. 2020, rotated MNIST/CIFAR; CFL, Sattler et al. 2020): the
   clients are split into k equal contiguous clusters; cluster j sees its i.i.d. share of the
   data rotated by 360 j / k degrees (k = 4: 0, 90, 180, 270). Each sample goes to one client.
+  `total_samples` (optional) keeps a uniform draw of that many images, shared out the same
+  way (a CPU-sized share of a large dataset); by default every image is used.
 - `modality` (mmFL, P3): clients grouped by modality, `clients_per_modality` each (Fig. 2: 3);
   the samples are shared out at random between the modalities (a client with only an
   accelerometer holds its own recordings; reading: the groups hold disjoint recordings), and
@@ -32,9 +34,12 @@ class RotationOptions:
     num_clients: int = 40
     rotations: int = 4
     test_fraction: float = 0.25
+    total_samples: int | None = None  # None: every image of the dataset
 
     def validate(self, key: str) -> None:
         require(self.rotations > 0, f"{key}.rotations", "must be > 0")
+        require(self.total_samples is None or self.total_samples >= 2 * self.num_clients,
+                f"{key}.total_samples", "must be >= 2 x num_clients (or null for all images)")
         require(self.num_clients >= self.rotations, f"{key}.num_clients", "must be >= rotations")
         require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
 
@@ -46,8 +51,11 @@ def rotation(
         raise UserError(f"{key}: scheme 'rotation' needs images; {dataset.name!r} has features"
                         f" of shape {dataset.feature_shape}")
     n = len(dataset.y)
+    if opts.total_samples is not None and opts.total_samples > n:
+        raise UserError(f"{key}.total_samples: {opts.total_samples} > the {n} images of "
+                        f"{dataset.name!r}")
     cluster = np.arange(opts.num_clients) * opts.rotations // opts.num_clients
-    chunks = np.array_split(rng.permutation(n), opts.num_clients)
+    chunks = np.array_split(rng.permutation(n)[: opts.total_samples], opts.num_clients)
     clients = [encode(int(c), np.sort(ch), n) for c, ch in zip(cluster, chunks, strict=True)]
     train, test = split_clients(clients, opts.test_fraction, rng)
     views = tuple(f"rot{360 * j / opts.rotations:g}" for j in range(opts.rotations))

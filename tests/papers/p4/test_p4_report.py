@@ -50,3 +50,48 @@ def test_build_writes_tables_claims_and_figures(tmp_path: Path) -> None:
     assert all(p.exists() for p in out.figures) and len(out.figures) == 7
     assert (tmp_path / "f/p4_fig1.png").exists() and (tmp_path / "f/p4_fig2.png").exists()
     assert out.metrics["p4/p4_fig1/ifca_grad/final_error"] == 11.0
+
+
+def write_real(results: Path, alg: str, accs: list[float], aris: list[list[float]] | None):
+    """Seeds of a real-data cell: 3 rounds, test accuracy rising to `accs[seed]`, ARI per round
+    (None: an algorithm without clusters)."""
+    for seed, acc in enumerate(accs):
+        records = [{"round": r, "test_acc": acc - 0.1 * (3 - r)} for r in (1, 2, 3)]
+        if aris is not None:
+            records = [rec | {"ari": a} for rec, a in zip(records, aris[seed], strict=True)]
+        out = results / "p4_fmnist_rot" / alg / f"seed{seed}"
+        out.mkdir(parents=True)
+        (out / "history.json").write_text(json.dumps(
+            {"primary": "test_acc", "records": records, "arrays": {}}))
+
+
+def test_build_reports_the_real_data_table_verdicts_and_figure(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write(results, "p4_fig1", "pfl_tc", [5.0, 7.0])
+    write_real(results, "pfl_tc_nn", [0.70, 0.74], [[1.0, 1.0, 0.5], [1.0, 0.9, 0.3]])
+    write_real(results, "pdl_tc_nn", [0.80, 0.80], None)
+    write_real(results, "oracle_fedavg", [0.795, 0.805], [[1.0] * 3, [1.0] * 3])
+    write_real(results, "ifca_nn", [0.60, 0.60], [[0.0, 0.5, 1.0], [0.0, 0.5, 1.0]])
+    write_real(results, "pfedkm_nn", [0.75, 0.75], [[1.0] * 3, [1.0] * 3])
+    algs = ["pfl_tc_nn", "pdl_tc_nn", "oracle_fedavg", "ifca_nn", "pfedkm_nn"]
+    cells = [("p4_fig1", "pfl_tc")] + [("p4_fmnist_rot", a) for a in algs]
+    params = SimpleNamespace(experiment=lambda e: SimpleNamespace(title=f"title {e}"))
+    out = build(ReportInput(params=params, paper=PAPER, cells=cells, results=results,
+                            partitions=tmp_path, references={}, tables=tmp_path / "t",
+                            figures=tmp_path / "f"))
+    md = out.markdown
+    # the linear table keeps only the linear cell
+    assert "| p4_fig1 | pfl_tc | 6.0 ± 1.0 |" in md
+    assert "| p4_fmnist_rot | pfl_tc_nn | – |" not in md
+    # accuracy 72 ± 2 %, final ARI (0.5, 0.3), ARI over rounds (2.5/3, 2.2/3)
+    assert "| p4_fmnist_rot | pfl_tc_nn | 72.00 ± 2.00 | 0.400 ± 0.100 | 0.783 ± 0.050 | 2 |" in md
+    assert "| p4_fmnist_rot | pdl_tc_nn | 80.00 ± 0.00 | – | – | 2 |" in md
+    assert ("| finds the true clusters | p4_fmnist_rot | pfl_tc_nn: final ARI 0.400, mean over "
+            "rounds 0.783, peak 1.000 (round 1) | early rounds only |") in md
+    assert "pfl_tc_nn 72.00%, oracle_fedavg 80.00% | below by 8.0 points |" in md
+    assert "pdl_tc_nn 80.00%, oracle_fedavg 80.00% | within 1 point |" in md
+    assert "pfl_tc_nn 72.00%; ifca_nn 60.00%, pfedkm_nn 75.00% | above ifca_nn only |" in md
+    assert "pdl_tc_nn 80.00%; ifca_nn 60.00%, pfedkm_nn 75.00% | above all |" in md
+    assert (tmp_path / "f/p4_real_p4_fmnist_rot.png").exists()
+    assert not (tmp_path / "f/p4_fmnist_rot.png").exists()  # no Fig. 1 panel for real data
+    assert out.metrics["p4/p4_fmnist_rot/pdl_tc_nn/final_acc"] == 80.0

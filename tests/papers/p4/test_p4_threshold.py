@@ -94,3 +94,20 @@ def test_kmeans_pp_finds_separated_clusters() -> None:
     labels = assign(points, centers)
     assert len(set(labels.tolist())) == 3
     assert all(len(set(labels[5 * k : 5 * k + 5].tolist())) == 1 for k in range(3))
+
+
+def test_large_inputs_take_the_matrix_product_form_with_the_same_result(monkeypatch):
+    """Above STEP_ELEMENTS, Eq. (1) is (inside @ points + outside count x v) / N: the same
+    centers as the literal [K, N, d] form up to rounding."""
+    from clusterfl.papers.p4 import threshold
+
+    gen = torch.Generator().manual_seed(0)
+    points = torch.randn(30, 50, generator=gen, dtype=torch.float64)
+    centers = points[:5] + 0.1
+    radii = torch.full((5,), 9.0, dtype=torch.float64)
+    literal = threshold.threshold_step(points, centers, radii)
+    monkeypatch.setattr(threshold, "STEP_ELEMENTS", 0)
+    product = threshold.threshold_step(points, centers, radii)
+    torch.testing.assert_close(product, literal, rtol=1e-12, atol=1e-12)
+    inside = (torch.cdist(centers, points) <= 9.0).sum(dim=1)
+    assert int(inside.min()) > 0 and int(inside.max()) < 30  # both branches of Eq. (1) used

@@ -5,7 +5,9 @@ Pure numerics: `threshold` (Threshold-Clustering, Algorithm 1, its threshold rul
 `momentum` (least-squares gradients, Options 1 and 2), `rounds` (one round of each compared
 algorithm, the error metric). Run classes (`FederatedAlgorithm`s over `linear`'s stacked
 clients): `pfl_tc`, `pdl_tc`, `standalone`, `oracle`, `ifca_linear`; the `optimum_error`
-evaluator in `evaluator`. Importing this package registers them; `report` is imported by the
+evaluator in `evaluator`. Neural versions for the real-data extension (Fashion-MNIST
+rotations): `pfl_tc_neural`, `pdl_tc_neural` (client side in `neural`) and the true-cluster
+oracle `cluster_fedavg`. Importing this package registers them; `report` is imported by the
 report stage only.
 """
 
@@ -14,11 +16,14 @@ from pathlib import Path
 from clusterfl.algorithms import ALGORITHMS
 from clusterfl.evaluators import EVALUATORS
 from clusterfl.papers import Paper
+from clusterfl.papers.p4.cluster_fedavg import ClusterFedAvg
 from clusterfl.papers.p4.evaluator import OptimumError
 from clusterfl.papers.p4.ifca_linear import IfcaLinear
 from clusterfl.papers.p4.oracle import Oracle
 from clusterfl.papers.p4.pdl_tc import PdlTc
+from clusterfl.papers.p4.pdl_tc_neural import PdlTcNeural
 from clusterfl.papers.p4.pfl_tc import PflTc
+from clusterfl.papers.p4.pfl_tc_neural import PflTcNeural
 from clusterfl.papers.p4.standalone import Standalone
 
 ALGORITHMS.add("pfl_tc")(PflTc)
@@ -26,6 +31,9 @@ ALGORITHMS.add("pdl_tc")(PdlTc)
 ALGORITHMS.add("standalone_linear")(Standalone)
 ALGORITHMS.add("oracle_linear")(Oracle)
 ALGORITHMS.add("ifca_linear")(IfcaLinear)
+ALGORITHMS.add("pfl_tc_neural")(PflTcNeural)
+ALGORITHMS.add("pdl_tc_neural")(PdlTcNeural)
+ALGORITHMS.add("oracle_fedavg")(ClusterFedAvg)
 EVALUATORS.add("optimum_error")(OptimumError)
 
 PAPER = Paper(

@@ -94,7 +94,13 @@ class LocalUpdate:
 
     def alpha_at(self, rounds_done: int) -> float:
         """alpha of the round that follows `rounds_done` completed rounds."""
-        return 1.0 if rounds_done == 0 and self.first_round_alpha_one else self.alpha
+        return momentum_alpha(self.alpha, rounds_done, self.first_round_alpha_one)
+
+
+def momentum_alpha(alpha: float, rounds_done: int, first_round_alpha_one: bool) -> float:
+    """alpha after `rounds_done` completed rounds: 1 in the first round (m_{i,1} = g~_i) when
+    `first_round_alpha_one`, else `alpha`."""
+    return 1.0 if rounds_done == 0 and first_round_alpha_one else alpha
 
 
 def sample_batches(counts: Tensor, batch_size: int, generator: torch.Generator) -> Tensor:

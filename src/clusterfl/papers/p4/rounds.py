@@ -139,19 +139,36 @@ def client_momentums(
     return update_momentum(state.momentum, direction, update.alpha_at(state.rounds_done))
 
 
+def pfl_tc_server(
+    momentum: Tensor, previous: Tensor | None, clustering: Clustering,
+    generator: torch.Generator,
+) -> tuple[Tensor, Tensor]:
+    """Algorithm 2's server step on the momentums [N, d]: the K centers [K, d] by
+    Threshold-Clustering from k-means++ (or from `previous`, round t-1's centers, when
+    `clustering.init` is "previous" and there are any) and the nearest center of every client
+    [N]."""
+    if previous is None or clustering.init == "kmeans++":
+        start = kmeans_pp(momentum, clustering.num_clusters, generator,
+                          clustering.kmeans_iterations, clustering.kmeans_restarts)
+    else:
+        start = previous
+    centers = threshold_clustering(momentum, start, clustering.rule, clustering.iterations)
+    return centers, assign(momentum, centers)
+
+
+def pdl_tc_estimates(momentum: Tensor, clustering: Clustering) -> Tensor:
+    """Algorithm 3's estimates [N, d]: row i is Threshold-Clustering with K = 1 over all
+    momentums, started from m_i (the N runs are one call: Eq. (1) moves each center alone)."""
+    return threshold_clustering(momentum, momentum, clustering.rule, clustering.iterations)
+
+
 def pfl_tc_round(
     data: LinearClients, state: MomentumState, update: LocalUpdate, clustering: Clustering,
     generator: torch.Generator,
 ) -> MomentumState:
     """Algorithm 2, one round."""
     momentum = client_momentums(data, state, update, generator)
-    if state.centers is None or clustering.init == "kmeans++":
-        start = kmeans_pp(momentum, clustering.num_clusters, generator,
-                          clustering.kmeans_iterations, clustering.kmeans_restarts)
-    else:
-        start = state.centers
-    centers = threshold_clustering(momentum, start, clustering.rule, clustering.iterations)
-    assignment = assign(momentum, centers)
+    centers, assignment = pfl_tc_server(momentum, state.centers, clustering, generator)
     params = state.params - update.lr * centers[assignment]
     return MomentumState(params, momentum, state.rounds_done + 1, centers, assignment)
 
@@ -166,7 +183,7 @@ def pdl_tc_round(
     own. `clustering.init` is unused: each run starts from the client's own momentum.
     """
     momentum = client_momentums(data, state, update, generator)
-    estimates = threshold_clustering(momentum, momentum, clustering.rule, clustering.iterations)
+    estimates = pdl_tc_estimates(momentum, clustering)
     params = state.params - update.lr * estimates
     return MomentumState(params, momentum, state.rounds_done + 1, estimates, None)
 
