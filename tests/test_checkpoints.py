@@ -24,22 +24,34 @@ ROUNDS, CUT = 5, 2
 
 # One experiment per paper on synthetic data, shrunk to run in about a second; participation
 # below full where the algorithm allows it, so that client sampling draws from the run's rng.
-EXPERIMENTS = {"p1": "p1_synthetic_mlr", "p2": "p2_synth_1090", "p4": "p4_fig1",
-               "p5": "p5_small_noniid"}
+EXPERIMENTS = {"p1": "p1_synthetic_mlr", "p2": "p2_synth_1090", "p3": "p3_basic_motions_short",
+               "p4": "p4_fig1", "p5": "p5_small_noniid"}
+# P4's neural algorithms run on its rotation-cluster experiment, on the MNIST subset that a
+# package ships instead of Fashion-MNIST (the tests must not need the Debian package).
+NEURAL_EXPERIMENTS = {"p4": "p4_fmnist_rot"}
+SOURCES = {"fashion_mnist": "mnist_subset"}
 DATASETS = {"clustered_synthetic": {"clients_per_cluster": 2, "max_size": 80, "dimension": 10},
             "fedsoft_regression": {"samples_per_distribution": 600,
                                    "test_per_distribution": 60},
             "threshold_regression": {"clients_per_cluster": 3},
             "fedc_nmf": {"features": 20, "samples": 120, "clusters": 3}}
 PARTITIONS = {"p2_1090": {"num_clients": 8, "size_range": [20, 40], "holdout_size": 60},
-              "p5_small_noniid": {"num_clients": 4}}
+              "p5_small_noniid": {"num_clients": 4},
+              "p4_fmnist_rot": {"num_clients": 8, "total_samples": 320}}
 HYPER = {"fedsoft": {"selection_size": 3}, "p5_fedcgds": {"participants": 2}}
 CASES = [(paper, name) for paper in EXPERIMENTS for name in PARAMS.algorithms[paper]]
 
 
+def experiment_of(paper: str, name: str) -> str:
+    from clusterfl.algorithms.base import NeuralAlgorithm
+
+    neural = issubclass(PARAMS.algorithm(name, paper=paper).cls, NeuralAlgorithm)
+    return NEURAL_EXPERIMENTS.get(paper, EXPERIMENTS[paper]) if neural else EXPERIMENTS[paper]
+
+
 def problem(paper: str, name: str, seed: int = 0):
     """(experiment, algorithm, dataset, partition) for one paper algorithm, shrunk."""
-    exp = PARAMS.experiment(EXPERIMENTS[paper])
+    exp = PARAMS.experiment(experiment_of(paper, name))
     clients = 4 if paper == "p1" and PARAMS.algorithm(name, paper=paper).method != "pfedkm" \
         else None
     exp = dataclasses.replace(exp, schedule=dataclasses.replace(
@@ -49,7 +61,8 @@ def problem(paper: str, name: str, seed: int = 0):
     alg = dataclasses.replace(alg, hyper=dataclasses.replace(
         alg.hyper, **HYPER.get(alg.method, {})))
     source, options = PARAMS.dataset(PARAMS.partition(exp.partition)["dataset"])
-    dataset = build_dataset(source, {**options, **DATASETS[source]}, "datasets.tiny")
+    source = SOURCES.get(source, source)
+    dataset = build_dataset(source, {**options, **DATASETS.get(source, {})}, "datasets.tiny")
     entry = PARAMS.partition(exp.partition)
     scheme = entry.pop("scheme")
     entry.pop("dataset")

@@ -63,6 +63,8 @@ class ModalityAlgorithm(FederatedAlgorithm):
     Hyper = P3Hyper
     ctx: P3Context
     pooled = False  # the centralized baseline joins each modality's clients into one
+    # rebuilt from the context, not changed by the rounds: left out of checkpoints
+    transient = (*FederatedAlgorithm.transient, "schedule", "modalities")
 
     def __init__(self, hyper: P3Hyper, ctx: P3Context) -> None:
         super().__init__(hyper, ctx)
