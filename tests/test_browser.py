@@ -13,18 +13,16 @@ at. Skipped, with the reason, only where no Chromium or no Playwright is install
 import os
 import re
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 import yaml
 from typer.testing import CliRunner
+
+from tests.mlflow_servers import free_port, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -86,33 +84,12 @@ def repo(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def server(repo):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{repo / 'mlflow.db'}", "--workers", "1"],
-        cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    port = free_port()
+    proc = start_server(repo / "mlflow.db", port, cwd=repo, timeout=180)
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("mlflow server did not start")
-                time.sleep(0.5)
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # uvicorn's workers ignore TERM under load
-            os.killpg(proc.pid, 9)
-            proc.wait(timeout=30)
+        stop_server(proc)
 
 
 @pytest.fixture

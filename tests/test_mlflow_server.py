@@ -3,69 +3,34 @@ that is down never stops a run, and `clusterfl track --replay` logs it later, on
 
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.mlflow_servers import free_port, start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _start(tmp_path: Path, port: int) -> subprocess.Popen:
-    """An `mlflow server` on 127.0.0.1:`port`, answering /health (else the test fails)."""
-    proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
-         "--default-artifact-root", str(tmp_path / "artifacts"), "--workers", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                _stop(proc)
-                pytest.fail("mlflow server did not start")
-            time.sleep(0.5)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM to the server's process group; SIGKILL where it lingers (open keep-alive
-    connections hold uvicorn's graceful shutdown)."""
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+    return start_server(tmp_path / "server.db", port, artifacts=tmp_path / "artifacts",
+                        timeout=120)
 
 
 @pytest.fixture
 def server(tmp_path):
-    port = _free_port()
+    port = free_port()
     proc = _start(tmp_path, port)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        _stop(proc)
+        stop_server(proc)
 
 
 def _workspace(tmp_path: Path, rounds: int = 4) -> Path:
@@ -117,7 +82,7 @@ def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_pa
     stage (report) logs the parent and the seed run with every round's metrics; a replay
     after it logs nothing."""
     ws = _workspace(tmp_path, rounds=3)
-    port = _free_port()
+    port = free_port()
     uri = f"http://127.0.0.1:{port}"
     for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"]):
         assert _cli(ws, uri, *args).returncode == 0
@@ -163,4 +128,4 @@ def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_pa
         assert parent.data.metrics["last_test_acc"] == history["records"][-1]["test_acc"]
         assert parent.data.params["algorithm.method"] == "pfedkm"
     finally:
-        _stop(server)
+        stop_server(server)

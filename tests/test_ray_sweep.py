@@ -12,19 +12,19 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.mlflow_servers import free_port, start_server, stop_server
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 pytestmark = [pytest.mark.slow, pytest.mark.server]
+
 ray = pytest.importorskip("ray")
 
 CELLS = [("p1_synthetic_mlr", "fedavg"), ("p1_synthetic_mlr", "pfedkm_k2")]
@@ -32,38 +32,16 @@ SEEDS = [0, 1]
 ROUNDS = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`mlflow server` on a sqlite database, 2 workers (writes arrive concurrently)."""
     tmp = tmp_path_factory.mktemp("mlflow")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
-         "--backend-store-uri", f"sqlite:///{tmp / 'server.db'}",
-         "--default-artifact-root", str(tmp / "artifacts"), "--workers", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    port = free_port()
+    proc = start_server(tmp / "server.db", port, artifacts=tmp / "artifacts", workers=2)
     try:
-        deadline = time.monotonic() + 300  # slow on a loaded machine
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("mlflow server did not start")
-                time.sleep(0.5)
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
-        os.killpg(proc.pid, 15)
-        proc.wait(timeout=30)
+        stop_server(proc)
 
 
 def _sh(cmd: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -> str:
