@@ -36,8 +36,9 @@ def load_cell(cell: Path) -> tuple[list[tuple[int, Any]], dict[str, float]]:
     return seeds, {k: v for k, v in summary.items() if k != "seeds"}
 
 
-def run(suite: str, console: Console, uri: str | None = None) -> int:
-    """Log every trained cell of `suite` the store lacks; returns how many were logged."""
+def run(suite: str, console: Console, uri: str | None = None, quiet: bool = False) -> int:
+    """Log every trained cell of `suite` the store lacks; returns how many were logged
+    (`quiet`: say nothing where nothing had to be logged)."""
     from clusterfl.tracking import default_tracking_uri, replay_cell
 
     uri = uri or default_tracking_uri()
@@ -48,8 +49,9 @@ def run(suite: str, console: Console, uri: str | None = None) -> int:
         logged += done
         if done:
             console.print(f"{cell}: logged")
-    console.print(f"{logged} of {len(found)} cells logged to {uri}; "
-                  f"{len(found) - logged} were there already")
+    if logged or not quiet:
+        console.print(f"{logged} of {len(found)} cells logged to {uri}; "
+                      f"{len(found) - logged} were there already")
     return logged
 
 
@@ -60,7 +62,7 @@ def replay_pending(suite: str, console: Console) -> None:
     if not cells(SuitePaths(suite).results):
         return
     try:
-        run(suite, console)
+        run(suite, console, quiet=True)
     except CorruptFile:
         raise
     except Exception as err:

@@ -111,7 +111,7 @@ def test_sigterm_writes_a_checkpoint_and_exits_143_with_one_line(workspace):
     assert "Traceback" not in proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: {'/'.join(CELL)}/seed0: stopped by SIGTERM after round 3 "
-                           "of 6; checkpoint in checkpoints/default/")
+                           f"of 6; checkpoint in {ws / 'checkpoints/default'}/")
     state = ws / "checkpoints/default" / CELL[0] / CELL[1] / "seed0/state.pt"
     assert state.exists()
     again = _run(ws, "train", *CELL, "--no-track")

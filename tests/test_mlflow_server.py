@@ -113,7 +113,7 @@ def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_pa
 
         client = MlflowClient(uri)
         exp = client.get_experiment_by_name("server-test")
-        runs = client.search_runs([exp.experiment_id])
+        runs = client.search_runs([exp.experiment_id], filter_string="tags.stage = 'train'")
         assert sorted(r.info.run_name for r in runs) == [
             "p1_synthetic_mlr/pfedkm_k4", "p1_synthetic_mlr/pfedkm_k4/seed0"]
         assert all(r.info.status == "FINISHED" for r in runs)

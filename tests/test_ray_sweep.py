@@ -130,7 +130,8 @@ def test_sweep_on_local_ray_equals_serial_and_dvc_records_it(workspace, server):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(server)
-    runs = client.search_runs([client.get_experiment_by_name("sweep-test").experiment_id])
+    runs = client.search_runs([client.get_experiment_by_name("sweep-test").experiment_id],
+                              filter_string="tags.stage = 'train'")  # not the report run
     parents = {r.info.run_name: r for r in runs if "mlflow.parentRunId" not in r.data.tags}
     assert set(parents) == {f"{e}/{a}" for e, a in CELLS}
     for r in runs:
