@@ -7,12 +7,13 @@ its cell out of date; another suite runs beside the default one without touching
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.workspace import copy_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
@@ -55,11 +56,7 @@ def _ran(output: str) -> set[str]:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     ws = tmp_path_factory.mktemp("repo")
-    for name in ("dvc.yaml", "pyproject.toml", ".dvcignore"):
-        shutil.copy(ROOT / name, ws / name)
-    for name in ("src", "pipeline", "suites"):
-        shutil.copytree(ROOT / name, ws / name, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "dvc.lock", ".gitignore"))
+    copy_pipeline(ws)
     params = _shrink(yaml.safe_load((ROOT / "params.yaml").read_text()))
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     other = yaml.safe_load((ROOT / "suites/paper/params.yaml").read_text())

@@ -11,7 +11,6 @@
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from tests.mlflow_servers import free_port, start_server, stop_server
+from tests.workspace import copy_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -55,11 +55,7 @@ def _sh(cmd: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -> str:
 def workspace(tmp_path_factory):
     """A DVC repo with the default suite shrunk to 2 cells x 2 seeds x 3 rounds."""
     ws = tmp_path_factory.mktemp("repo")
-    for name in ("dvc.yaml", "pyproject.toml", ".dvcignore"):
-        shutil.copy(ROOT / name, ws / name)
-    for name in ("src", "pipeline", "suites"):
-        shutil.copytree(ROOT / name, ws / name, symlinks=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "dvc.lock", ".gitignore"))
+    copy_pipeline(ws)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["suite"].update(
         seeds=SEEDS, training={"rounds": ROUNDS}, datasets=["p1_synthetic"],
