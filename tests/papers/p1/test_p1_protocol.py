@@ -40,3 +40,17 @@ def test_protocol_table_for_a_cell_recording_the_four_models(tmp_path):
                         "mean of last 10 | seeds |")
     assert lines[3] == (f"| {exp} | {alg} | local w_i after local training | 55.00 ± 5.00 "
                         "| 85.00 ± 5.00 (r 3) | 54.00 ± 5.00 | 2 |")
+
+
+def test_a_cell_without_views_gets_one_row_of_its_primary_metric(tmp_path):
+    exp, alg = "p1f_paper", "ifca_k2"
+    h = RunHistory(primary="test_acc")
+    for r, acc in enumerate(SERIES, start=1):
+        h.append({"round": r, "test_acc": acc, "train_loss": 1.0})
+    h.write(tmp_path / exp / alg / "seed0")
+    rows = protocol_rows(tmp_path, exp, alg)
+    assert [(r["view"], r["last"], r["best"], r["best_round"]) for r in rows] == [
+        ("own", pytest.approx(60.0), pytest.approx(90.0), 3)]
+    assert protocol_markdown(rows).splitlines()[2] == (
+        f"| {exp} | {alg} | its evaluated model (no views recorded) | 60.00 ± 0.00 "
+        "| 90.00 ± 0.00 (r 3) | 59.00 ± 0.00 | 1 |")

@@ -47,3 +47,24 @@ def test_a_two_point_sweep_gives_a_table_a_figure_and_the_best_value(tmp_path):
         "best": {"pfedme": "0.03", "pfedkm_k4": "0.09"},
         "values": {"pfedme": {"0.03": 70.0, "0.09": 50.0},
                    "pfedkm_k4": {"0.03": 40.0, "0.09": 80.0}}}}}
+
+
+def test_a_sweep_naming_its_model_says_so_above_its_table(tmp_path):
+    results = tmp_path / "results"
+    cells = [("p1fs_base", "pfedme"), ("p1fs_lr_0_02", "pfedme")]
+    for (exp, alg), accs in zip(cells, ([0.5, 0.6], [0.7, 0.8]), strict=True):
+        write_accuracy_run(results, exp, alg, 0, accs)
+        declare_primary(results / exp / alg / "seed0", "test_acc")
+    sweep = {"lr": {"title": "F-MNIST lr", "variable": "lr", "algorithms": ["pfedme"],
+                    "ylabel": "local w_i accuracy (%), validation split",
+                    "values": [{"label": "0.005", "experiment": "p1fs_base"},
+                               {"label": "0.02", "experiment": "p1fs_lr_0_02"}]}}
+    papers = load_papers()
+    references = yaml.safe_load(papers["p1"].references_file.read_text()) | {"p1_sweeps": sweep}
+    out = build(ReportInput(StandInSuite(papers, [("p1", *c) for c in cells]), papers["p1"],
+                            cells, results, tmp_path / "partitions", references,
+                            tmp_path / "tables", tmp_path / "figures"))
+    assert ("#### F-MNIST lr\n\nModel: local w_i accuracy (%), validation split.\n\n"
+            "| lr | pfedme |\n|---|---|\n| 0.005 | 60.00 ± 0.00 |\n"
+            "| 0.02 | **80.00 ± 0.00** |\n") in out.markdown
+    assert out.metrics["p1_sensitivity"]["lr"]["best"] == {"pfedme": "0.02"}

@@ -7,7 +7,9 @@ theta_i (`algorithms/pfedme.py`, `evaluated_model`). For every pFedMe/pFedKM cel
 table gives each model the `model_views` evaluator records (theta_i, local w_i, the global
 model before and after the beta-mix) at the last round, the best round and the mean of the
 last 10 rounds, mean ± std over seeds, so that a reader sees how far the protocol alone
-moves the number.
+moves the number. A cell that records no view (IFCA, FedAvg, Local) gets one row, its own
+evaluated model (its primary metric), so that the best-round reading, the part of the
+official protocol that applies to every algorithm, is shown for it too.
 """
 
 from collections.abc import Mapping, Sequence
@@ -22,6 +24,8 @@ from clusterfl.reports.runs import read_cell
 from clusterfl.reports.tables import markdown_table, mean_std
 
 WINDOW = 10  # "the mean of the last 10 rounds"
+OWN = "own"  # the view name of a cell's primary metric, where it records no view
+OWN_LABEL = "its evaluated model (no views recorded)"
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,13 @@ def view_metric(records: Sequence[Mapping[str, float]], view: str) -> Metric | N
 
 
 def protocol_rows(results: Path, experiment: str, algorithm: str) -> list[dict[str, Any]]:
-    """One row per seed and recorded view of a cell (percent metrics x100)."""
+    """One row per seed and recorded view of a cell (percent metrics x100); a run that
+    records no view: one row, its primary metric (view `OWN`)."""
     rows = []
     for history in read_cell(results, experiment, algorithm):
-        for view in VIEW_METRICS:
-            shown = view_metric(history.records, view)
-            if shown is None:
-                continue
+        recorded = [(view, m) for view in VIEW_METRICS
+                    if (m := view_metric(history.records, view)) is not None]
+        for view, shown in recorded or [(OWN, history.primary)]:
             p = protocol([r[shown.name] * shown.scale for r in history.records],
                          lower_is_better=shown.lower_is_better)
             rows.append({"experiment": experiment, "algorithm": algorithm, "view": view,
@@ -73,7 +77,7 @@ def protocol_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     lines = []
     for (exp, alg, view), seeds in grouped.items():
         rounds = np.mean([s["best_round"] for s in seeds])
-        lines.append([exp, alg, VIEW_LABELS[view],
+        lines.append([exp, alg, VIEW_LABELS.get(view, OWN_LABEL),
                       mean_std([s["last"] for s in seeds]),
                       f"{mean_std([s['best'] for s in seeds])} (r {rounds:.0f})",
                       mean_std([s["mean_last"] for s in seeds]), str(len(seeds))])

@@ -32,14 +32,16 @@ PROTOCOL = """### Reported protocol: which model, which round
 Each pFedMe/pFedKM cell's models on the clients' test splits (`model_views`): θ_i is what \
 the paper's Algorithm 1 outputs (our Table 2); the official pFedMe code's "personalized" \
 accuracy is the local w_i after local training at its best round (`algorithms/pfedme.py`, \
-`evaluated_model: local`). Mean ± std over seeds; "r" is the mean best round.
+`evaluated_model: local`). A cell without these models (IFCA, FedAvg, Local) has one row, \
+its own evaluated model. Mean ± std over seeds; "r" is the mean best round.
 """
 SENSITIVITY = """### Sensitivity: what P1 does not state
 
-Each hyperparameter swept alone around the paper's settings; the accuracy (%) of θ_i on a \
-validation split of the clients' training data (the test split unused), mean ± std over \
-seeds; the best value per algorithm in bold.
+Each hyperparameter swept alone around the paper's settings; the accuracy (%) of θ_i (or \
+of the model a sweep names) on a validation split of the clients' training data (the test \
+split unused), mean ± std over seeds; the best value per algorithm in bold.
 """
+THETA_VALIDATION = "θ_i accuracy (%), validation split"
 
 
 def build(report: ReportInput) -> ReportOutput:
@@ -82,10 +84,12 @@ def sensitivity_section(report: ReportInput, sweeps: dict[str, Any]
             continue
         best = best_labels(frame)
         path = report.figures / f"p1_sensitivity_{name}.png"
-        sensitivity_figure(frame, sweep["variable"], "θ_i accuracy (%), validation split",
+        sensitivity_figure(frame, sweep["variable"], sweep.get("ylabel", THETA_VALIDATION),
                            f"P1 sensitivity: {sweep['title']}", path)
         figures.append(path)
-        parts += [f"#### {sweep['title']}\n", sweep_markdown(frame, sweep["variable"], best),
+        model = f"Model: {sweep['ylabel']}.\n\n" if "ylabel" in sweep else ""  # P1's own key
+        parts += [f"#### {sweep['title']}\n",
+                  model + sweep_markdown(frame, sweep["variable"], best),
                   f"Figure: `figures/{path.name}`.\n"]
         means = frame.groupby(["algorithm", "label"], sort=False)["value"].mean()
         metrics[name] = {"best": best, "values": {
