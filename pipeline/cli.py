@@ -40,6 +40,9 @@ ThreadsOpt = Annotated[int | None, typer.Option(
     "--threads", help="torch threads for this process (default: CLUSTERFL_THREADS or torch's).")]
 DeviceOpt = Annotated[str, typer.Option(
     help="torch device: cpu, cuda, or auto (cuda where one is available).")]
+JobsOpt = Annotated[int | None, typer.Option(
+    help="Train this many runs (seeds or grid points) at once, each in its own process with "
+         "cores/jobs threads (default: CLUSTERFL_JOBS or 1).")]
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -74,6 +77,19 @@ def _suite_file(params: Path | None, suite: str) -> Path:
         raise UserError(f"--suite: unknown suite {suite!r} (no {path}); allowed: "
                         f"{', '.join(names)}")
     return path
+
+
+def _jobs(jobs: int | None, threads: int | None) -> int:
+    """--jobs, else CLUSTERFL_JOBS, else 1; threads for this process (one job) or for each
+    worker process (several)."""
+    jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
+    if jobs < 1:
+        raise UserError(f"--jobs: must be >= 1, got {jobs}")
+    if jobs == 1:
+        _threads(threads)
+    elif threads is not None:
+        os.environ["CLUSTERFL_THREADS"] = str(threads)  # per worker process
+    return jobs
 
 
 def _threads(n: int | None) -> None:
@@ -125,9 +141,7 @@ def train(
     engine: Annotated[str, typer.Option(
         help="Local-training engine: vectorized or reference (per-client loop).")] = "vectorized",
     threads: ThreadsOpt = None,
-    jobs: Annotated[int | None, typer.Option(
-        help="Train this many seeds at once, each in its own process with cores/jobs threads "
-             "(default: CLUSTERFL_JOBS or 1).")] = None,
+    jobs: JobsOpt = None,
     device: DeviceOpt = "cpu",
     picks: Annotated[Path | None, typer.Option(
         help="A picks.json of `clusterfl tune`: train with its picked lr (and K).")] = None,
@@ -140,13 +154,7 @@ def train(
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
-    if jobs < 1:
-        raise UserError(f"--jobs: must be >= 1, got {jobs}")
-    if jobs == 1:
-        _threads(threads)
-    elif threads is not None:
-        os.environ["CLUSTERFL_THREADS"] = str(threads)  # per worker process
+    jobs = _jobs(jobs, threads)
     stage.run(experiment, algorithm, _suite_file(params, suite), console, seeds=seed,
               track=track, engine=engine, workers=jobs, device=resolve_device(device),
               picks=picks)
@@ -160,6 +168,7 @@ def tune(
     suite: SuiteOpt = "benchmark",
     params: ParamsOpt = None,
     threads: ThreadsOpt = None,
+    jobs: JobsOpt = None,
     device: DeviceOpt = "cpu",
 ) -> None:
     """Pick a cell's lr (and K) on the validation split from the suite's `tuning` grid, into
@@ -167,8 +176,8 @@ def tune(
     from clusterfl.devices import resolve_device
     from pipeline import tune as stage
 
-    _threads(threads)
-    stage.run(experiment, algorithm, _suite_file(params, suite), console,
+    jobs = _jobs(jobs, threads)
+    stage.run(experiment, algorithm, _suite_file(params, suite), console, workers=jobs,
               device=resolve_device(device))
 
 

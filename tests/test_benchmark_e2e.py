@@ -117,3 +117,19 @@ def test_stages_picks_and_leaderboard_match_the_histories(workspace):
         sorted((e, a) for e in SCHEMES for a in ALGORITHMS)
     assert {r.data.tags["scheme"] for r in parents} == {"iid", "rotation"}
     assert all(r.data.tags["picked"].startswith("lr=") for r in parents)
+
+
+def test_tune_with_two_worker_processes_scores_every_point_as_one_process(workspace):
+    """`clusterfl tune --jobs 2` (grid points in worker processes, finishing in any order)
+    gives every grid point the score the serial DVC run gave it, and the same pick."""
+    ws, env, _ = workspace
+    picks = ws / "results/benchmark/tuning/bm_rot4/ifca/picks.json"
+    serial = json.loads(picks.read_text())
+    _sh([str(BIN / "clusterfl"), "tune", "bm_rot4", "ifca", "--suite", "benchmark",
+         "--jobs", "2"], ws, env)
+    parallel = json.loads(picks.read_text())
+    assert len(serial["grid"]) == 4
+    assert [g["scores"] for g in parallel["grid"]] == [g["scores"] for g in serial["grid"]]
+    assert [{k: g[k] for k in serial["picked"]} for g in parallel["grid"]] == \
+        [{k: g[k] for k in serial["picked"]} for g in serial["grid"]]
+    assert parallel["picked"] == serial["picked"]
