@@ -106,7 +106,8 @@ def test_split_by_hand_inside_the_algorithm(tiny_data):
                   _ctx(tiny_data))
     blocked.setup()
     blocked.split_clusters(torch.arange(3), updates, sizes)
-    assert blocked.num_cluster_models() == 1  # gamma check: 0.999 >= sqrt((1 + 0.9923) / 2) = 0.9981
+    # the gamma check: 0.999 >= sqrt((1 + 0.9923) / 2) = 0.9981
+    assert blocked.num_cluster_models() == 1
 
 
 def test_cfl_before_its_first_split_is_fedavg(tiny_data):
