@@ -69,6 +69,34 @@ def test_fedcavg_with_one_client_and_one_w_step_is_centralized_palm() -> None:
         close(fed.flat_h(state.h), central.h)
 
 
+def test_fedcavg_after_round_q_hat_is_centralized_palm_with_one_w_step() -> None:
+    # Past round Q-hat, Q2 = floor(Q-hat / s) + 1 = 1: the w_p-weighted average of one local
+    # step on F_p = f_p / w_p is one global step, however different the clients' H_p (here
+    # three ragged, disjoint clients). So Sec. V-D's FedCAvg (Q1 = 10, Q-hat = 10) is from
+    # round 11 on centralized PALM with 10 H steps and ONE W step of size 1 / lambda_max(H H^T)
+    # per round, where FedCGds takes 100 W steps of twice that size (docs/p5.md).
+    rng = np.random.default_rng(3)
+    rows = rng.uniform(-1, 2, (N, M))
+    parts = [np.arange(0, 2), np.arange(2, 7), np.arange(7, N)]
+    fed = Federation.from_parts(rows, parts)
+    x = torch.as_tensor(rows.T)
+    bounds = onmf.WBounds.of(x)
+    w, h = initial_point(M, K, N, bounds, rng)
+    state = FedCAvgState(w, fed.padded_h(h), RHO, round=4)  # rounds 5.. with Q-hat = 4
+    central = CentralState(w, h, RHO)
+    for _ in range(3):
+        state = fedcavg_round(fed, state, bounds, h_steps_per_round=3, q_hat=4)
+        central = palm_iteration(x, central, bounds, h_steps=3, w_steps=1, d_factor=1.0)
+        close(state.w, central.w)
+        close(fed.flat_h(state.h), central.h)
+    # Before round Q-hat, Q2 > 1 local steps on non-identical clients do not average to that.
+    early = fedcavg_round(fed, FedCAvgState(w, fed.padded_h(h), RHO), bounds,
+                          h_steps_per_round=3, q_hat=4)
+    once = palm_iteration(x, CentralState(w, h, RHO), bounds, h_steps=3, w_steps=5,
+                          d_factor=1.0)
+    assert float((early.w - once.w).abs().max()) > 1e-3
+
+
 def test_fedcavg_local_w_steps_are_unprojected_and_then_averaged() -> None:
     # With Q-hat = 5, round 1 takes Q2 = 6 plain gradient steps on W_p before projecting.
     fed, x, bounds, w, h = one_client_problem(2)

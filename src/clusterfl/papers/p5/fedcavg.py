@@ -19,6 +19,13 @@ Readings:
   of Algorithm 1 counted from 1 over the whole run; SNCP's rho increases do not restart it.
 - The projection (9) is applied at the end of round s rather than the start of round s + 1;
   nothing happens in between, so the state carries the projected W^{s+1}.
+
+Consequence (tested; measured in docs/p5.md): from round Q-hat + 1 on, Q2 = 1, and the
+w_p-weighted average of one local step on F_p is one global step whatever the clients' H_p,
+so FedCAvg at Sec. V-D's Q1 = 10, Q-hat = 10 is then centralized PALM with 10 H steps and a
+single W step of size 1 / lambda_max(H H^T) per round, against FedCGds's 100 H and 100 W
+steps of size 2 / lambda_max. Per round it moves the objective far less, SNCP's rho never
+reaches its first increase within a few hundred rounds, and H stays a plain NMF factor.
 """
 
 from dataclasses import dataclass
