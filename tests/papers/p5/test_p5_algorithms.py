@@ -60,13 +60,8 @@ def test_fedcavg_with_one_client_and_one_w_step_is_centralized_palm() -> None:
     # Q-hat = 0 gives Q2 = 1, and one unprojected step followed by the server's projection is
     # one projected step; FedCAvg's d is lambda_max(H H^T), not half of it.
     fed, x, bounds, w, h = one_client_problem(1)
-    state = FedCAvgState(w, fed.padded_h(h), RHO)
-    central = CentralState(w, h, RHO)
-    for _ in range(4):
-        state = fedcavg_round(fed, state, bounds, h_steps_per_round=3, q_hat=0)
-        central = palm_iteration(x, central, bounds, h_steps=3, w_steps=1, d_factor=1.0)
-        close(state.w, central.w)
-        close(fed.flat_h(state.h), central.h)
+    assert_one_w_step_palm(fed, x, bounds, FedCAvgState(w, fed.padded_h(h), RHO),
+                           CentralState(w, h, RHO), q_hat=0, rounds=4)
 
 
 def test_fedcavg_after_round_q_hat_is_centralized_palm_with_one_w_step() -> None:
@@ -82,13 +77,9 @@ def test_fedcavg_after_round_q_hat_is_centralized_palm_with_one_w_step() -> None
     x = torch.as_tensor(rows.T)
     bounds = onmf.WBounds.of(x)
     w, h = initial_point(M, K, N, bounds, rng)
-    state = FedCAvgState(w, fed.padded_h(h), RHO, round=4)  # rounds 5.. with Q-hat = 4
-    central = CentralState(w, h, RHO)
-    for _ in range(3):
-        state = fedcavg_round(fed, state, bounds, h_steps_per_round=3, q_hat=4)
-        central = palm_iteration(x, central, bounds, h_steps=3, w_steps=1, d_factor=1.0)
-        close(state.w, central.w)
-        close(fed.flat_h(state.h), central.h)
+    assert_one_w_step_palm(fed, x, bounds,  # rounds 5.. with Q-hat = 4
+                           FedCAvgState(w, fed.padded_h(h), RHO, round=4),
+                           CentralState(w, h, RHO), q_hat=4, rounds=3)
     # Before round Q-hat, Q2 > 1 local steps on non-identical clients do not average to that.
     early = fedcavg_round(fed, FedCAvgState(w, fed.padded_h(h), RHO), bounds,
                           h_steps_per_round=3, q_hat=4)
@@ -236,3 +227,13 @@ def test_sncp_clusters_a_well_separated_set_under_the_rho_schedule() -> None:
     assert max(trace.rho) > 1e3 * onmf.RHO  # the schedule acted
     assert all(b <= a for a, b in zip(trace.objective[:30], trace.objective[1:31], strict=True))
     assert onmf.clustering_accuracy(data.y, onmf.labels_from_h(state.h)) >= 0.95
+
+
+def assert_one_w_step_palm(fed, x, bounds, state, central, q_hat: int, rounds: int) -> None:
+    """FedCAvg rounds (3 H steps each) equal centralized PALM with 3 H steps and one W step of
+    size 1 / lambda_max(H H^T), round after round."""
+    for _ in range(rounds):
+        state = fedcavg_round(fed, state, bounds, h_steps_per_round=3, q_hat=q_hat)
+        central = palm_iteration(x, central, bounds, h_steps=3, w_steps=1, d_factor=1.0)
+        close(state.w, central.w)
+        close(fed.flat_h(state.h), central.h)
