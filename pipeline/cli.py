@@ -257,8 +257,11 @@ def report(
     from clusterfl.config import load_params
     from pipeline import report as stage
     from pipeline.common import SuitePaths
+    from pipeline.render import require_current
 
-    loaded = load_params(_suite_file(params, suite))
+    path = _suite_file(params, suite)
+    require_current(path)  # a grid edited without `clusterfl render` ran the old cell list
+    loaded = load_params(path)
     paths = SuitePaths(loaded.suite)
     if track:  # cells trained while the store was down are logged now, once
         from pipeline.track import replay_pending
@@ -266,6 +269,26 @@ def report(
         replay_pending(loaded.suite, console)
     stage.run(loaded, console, paths.results, paths.partitions, paths.reports, partial=partial,
               track=track)
+
+
+@app.command()
+@user_errors
+def render(
+    check: Annotated[bool, typer.Option(
+        "--check", help="Write nothing; exit 1 listing the dvc.yaml files that are stale.")]
+        = False,
+) -> None:
+    """Write each suite's dvc.yaml (the root one for the default suite, suites/<name>/dvc.yaml)
+    from its grid: the cells, their partitions and datasets, and each stage's code deps."""
+    from pipeline.render import run as render_all
+
+    stale = render_all(Path("."), check=check)
+    for path in stale:
+        console.print(f"{'stale' if check else 'wrote'} {path}", highlight=False)
+    if not stale:
+        console.print("every suite's dvc.yaml is current", highlight=False)
+    if check and stale:
+        raise typer.Exit(1)
 
 
 @app.command()

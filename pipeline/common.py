@@ -2,8 +2,9 @@
 
 Every suite writes under its own name, so switching suites never overwrites another suite's
 data, results or reports: data/<suite>/raw/<dataset>, data/<suite>/partitions/<partition>,
-results/<suite>/<experiment>/<algorithm>, reports/<suite>/; a cell's round checkpoints live
-apart from its DVC out, in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoints`).
+results/<suite>/<experiment>/<algorithm>, reports/<suite>/; apart from the DVC outs, a cell's
+timings and tracking record live in logs/<suite>/<experiment>/<algorithm> and its round
+checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoints`).
 """
 
 import os
@@ -52,6 +53,11 @@ class SuitePaths:
 
     def cell_dir(self, experiment: str, algorithm: str) -> Path:
         return self.results / experiment / algorithm
+
+    def log_dir(self, experiment: str, algorithm: str) -> Path:
+        """What a cell's runs measured that differs per run (timings, tracking.json):
+        outside its DVC out (`clusterfl.history.log_dir`)."""
+        return self.root / "logs" / self.suite / experiment / algorithm
 
     def checkpoint_dir(self, experiment: str, algorithm: str) -> Path:
         return self.root / "checkpoints" / self.suite / experiment / algorithm

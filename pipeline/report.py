@@ -9,7 +9,10 @@ Under `reports_dir`:
 - `curves/<primary metric>/<experiment>__<algorithm>.csv`: mean curves over seeds, one folder
   per primary metric so that each `dvc plots` entry has one y column;
 - `metrics.json`: {experiment: {algorithm: numbers}} for `dvc metrics`, papers' added;
-- `index.html`: one page with every table and figure above, from the same Markdown.
+- `index.html`: one page with every table and figure above, from the same Markdown;
+- `costs.md`: each cell's wall-clock seconds per round on the machine that trained it (from
+  logs/<suite>/, `reports.runs.cost_rows`). Not a DVC out: every other file here is the
+  same on every run, so the outs' hashes are too.
 Every directory is swapped in whole (`output_dir`): a failed report leaves the last one.
 With `track`, each cell's figures and summary table become artifacts of its MLflow parent
 run, and the tables, figures and page artifacts of a run `report/<suite>` (stage=report).
@@ -29,7 +32,8 @@ from clusterfl.papers import Paper, ReportInput, ReportOutput
 from clusterfl.reports import html
 from clusterfl.reports.figures import convergence_figure
 from clusterfl.reports.results import merge_metrics, metrics_json, results_markdown, summary_table
-from clusterfl.reports.runs import mean_curve, seed_dirs, seed_rows
+from clusterfl.reports.runs import cost_rows, mean_curve, seed_dirs, seed_rows
+from clusterfl.reports.tables import markdown_table
 from pipeline.common import output_dir
 
 INTRO = """# Results
@@ -120,6 +124,7 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
         page.append(html.Section("Other figures", "", others))
     atomic_write_text(reports_dir / "index.html",
                       html.render(_page_title(params), [overview, *page]))
+    write_costs(results_dir, [(e, a) for _, e, a in cells], reports_dir / "costs.md")
     console.print(results_table)
     console.print(f"wrote {reports_dir}/tables/results.md, {len(sections)} paper sections "
                   f"and {reports_dir}/index.html")
@@ -210,3 +215,16 @@ def _section(paper: Paper, section: ReportOutput, figures: Path) -> str:
              for p in section.figures]
     text = f"# {paper.title}\n\n{section.markdown.rstrip()}\n"
     return text + ("\n## Figures\n\n" + "\n".join(links) + "\n" if links else "")
+
+
+def write_costs(results_dir: Path, cells: list[tuple[str, str]], path: Path) -> None:
+    """The costs page: wall-clock means per cell, measured on the machine that trained it
+    (outside the DVC outs; absent for results pulled from a remote)."""
+    rows = cost_rows(results_dir, cells)
+    header = list(dict.fromkeys(k for row in rows for k in row))
+    body = ("\n".join(markdown_table(header, [[str(r.get(k, "")) for k in header]
+                                               for r in rows])) if rows else
+            "No timings: these results were not trained here (e.g. `dvc pull`ed).")
+    atomic_write_text(path, "# Wall-clock costs (seconds, this machine)\n\n"
+                      "Means over each cell's seeds and rounds, from logs/; not a DVC output, "
+                      "since they differ on every run.\n\n" + body + "\n")

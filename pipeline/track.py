@@ -10,13 +10,14 @@ from typing import Any
 from rich.console import Console
 
 from clusterfl.errors import CorruptFile
-from clusterfl.history import read_history
+from clusterfl.history import log_dir, read_history
 from pipeline.common import SuitePaths
 
 
 def cells(results: Path) -> list[Path]:
-    """The cell directories under a suite's results that can be replayed, in name order."""
-    return sorted(p.parent for p in results.glob("*/*/tracking.json"))
+    """The cell directories under a suite's results that can be replayed (their
+    `tracking.json` is in the suite's logs), in name order."""
+    return sorted(c for c in results.glob("*/*") if (log_dir(c) / "tracking.json").exists())
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -45,7 +46,8 @@ def run(suite: str, console: Console, uri: str | None = None, quiet: bool = Fals
     found = cells(SuitePaths(suite).results)
     logged = 0
     for cell in found:
-        done = replay_cell(_read(cell / "tracking.json"), lambda c=cell: load_cell(c), uri=uri)
+        record = _read(log_dir(cell) / "tracking.json")
+        done = replay_cell(record, lambda c=cell: load_cell(c), uri=uri)
         logged += done
         if done:
             console.print(f"{cell}: logged")

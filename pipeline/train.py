@@ -1,7 +1,9 @@
 """Stage `train`: one cell of a suite (experiment x algorithm), every seed of the suite.
 
-Writes results/<suite>/<experiment>/<algorithm>/seed<k>/history.{json,csv} (and
-timings.json), summary.json and tracking.json (what `clusterfl track --replay` logs); logs one
+Writes results/<suite>/<experiment>/<algorithm>/seed<k>/history.{json,csv} and summary.json
+(the DVC out: the same bytes on every run), and, outside it, logs/<suite>/<experiment>/
+<algorithm>/seed<k>/timings.json and tracking.json (what `clusterfl track --replay` logs,
+with the git commit and an attempt id that differ per run); logs one
 MLflow parent run for the cell and a nested run per seed, best effort (a store that is down
 costs one warning, never the run). How seeds run (in this process or in workers) is an
 executor's business (`clusterfl.execution`). Seeds resume from their round checkpoints in
@@ -88,6 +90,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         return out + ([tracker.seed_callback(job.seed)] if tracker is not None else [])
 
     summaries = []
+    logs = paths.log_dir(experiment, algorithm)
     with output_dir(paths.cell_dir(experiment, algorithm)) as out:
         try:
             for job, history in executor.run(jobs, live):
@@ -95,7 +98,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
                     if tracker is not None:
                         replay(history, tracker.seed_callback(job.seed))
                     console.print(f"{job.name}: {_last(history)}")
-                history.write(out / f"seed{job.seed}")
+                (logs / f"seed{job.seed}").mkdir(parents=True, exist_ok=True)
+                history.write(out / f"seed{job.seed}", timings=logs / f"seed{job.seed}")
                 summaries.append(history.summary())
         except BaseException as err:  # close the parent and its open seed runs
             if tracker is not None:
@@ -105,7 +109,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         mean = {k: float(np.mean([s[k] for s in summaries])) for k in summaries[0]}
         std = {f"{k}_std": float(np.std([s[k] for s in summaries])) for k in summaries[0]}
         atomic_write_json(out / "summary.json", {"seeds": seeds, **mean, **std})
-        atomic_write_json(out / "tracking.json", record)
+        atomic_write_json(logs / "tracking.json", record)
         if tracker is not None:
             tracker.log_artifact(out / "summary.json")
             tracker.finish({**mean, **std})

@@ -4,12 +4,11 @@ file and key; params are closed (an unknown key is an error).
 Three kinds of file, read together:
 - a **suite file**: the root `params.yaml` (the default suite, what `dvc repro` runs) or
   `suites/<name>/params.yaml`. Its `suite:` block names the suite, its `seeds`, the
-  `training` overrides applied to every experiment of the suite, the `datasets` and
-  `partitions` it prepares, the `cells` it trains (`<experiment>-<algorithm>: {paper,
-  experiment, algorithm}`), optional extra paper modules (`papers`), and DVC plumbing
-  (`file`: this file's path from the repository root, `root`: the way back to it); a
-  benchmark suite adds `tuning` (`clusterfl.tuning`) and may override catalogue entries'
-  options by name (`dataset_options`, `partition_options`: its scale switch);
+  `training` overrides applied to every experiment of the suite, the `grid` of
+  experiments x algorithms it trains (`clusterfl.suite`: the cells, their partitions and
+  datasets are derived), optional extra `partitions`, extra paper modules (`papers`) and
+  the suite it `extends`; a benchmark suite adds `tuning` (`clusterfl.tuning`) and may
+  override catalogue entries' options by name (`dataset_options`, `partition_options`);
 - the **catalogue**, the root `params.yaml`: shared `datasets`, `partitions`, `tracking`,
   `checkpoints` (how often a seed writes a round checkpoint; shapes no number); any
   partition may carry `validation_fraction` (`clusterfl.partition.validation`);
@@ -21,10 +20,15 @@ Three kinds of file, read together:
 Experiment names are unique across papers; algorithm names are a paper's own (a cell's
 algorithm is looked up in its paper). An experiment's `algorithm_options` set a
 hyperparameter for every algorithm of its cells that has it.
+
+Every paper's params file is read (it is data), but a paper's code is imported only when
+one of its experiments or algorithms is used: construction imports the papers of the
+suite's cells (or those named in `load`: a train stage loads its cell's paper alone), so a
+cell never runs code of a paper it does not belong to.
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,12 +41,13 @@ from clusterfl.errors import UserError, check_keys, unknown_name
 from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import MODELS
 from clusterfl.options import build_options
-from clusterfl.papers import BUILTIN, Paper, load_papers
+from clusterfl.papers import BUILTIN, Paper, load_papers, paper_directory
 from clusterfl.partition import SCHEMES
+from clusterfl.suite import Cell, grid_cells, merge, needed
 from clusterfl.tuning import Tuning, parse_tuning
 
-SUITE_KEYS = ("name", "file", "root", "seeds", "training", "datasets", "partitions", "cells",
-              "papers", "tuning", "dataset_options", "partition_options")
+SUITE_KEYS = ("name", "extends", "seeds", "training", "grid", "partitions", "papers",
+              "tuning", "dataset_options", "partition_options")
 VALIDATION_KEY = "validation_fraction"  # any partition: carve a validation split (benchmark)
 CATALOGUE_KEYS = ("suite", "datasets", "partitions", "tracking", "checkpoints")
 PAPER_KEYS = ("experiments", "algorithms", "presets")
@@ -75,17 +80,6 @@ class AlgorithmConfig:
     method: str
     cls: type[FederatedAlgorithm]
     hyper: Any
-
-
-@dataclass(frozen=True)
-class Cell:
-    paper: str
-    experiment: str
-    algorithm: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.experiment}-{self.algorithm}"
 
 
 def mapping(value: Any, key: str) -> dict[str, Any]:
@@ -121,15 +115,19 @@ def read_yaml(path: Path) -> dict[str, Any]:
 
 
 class Params:
-    """A suite with the catalogue and the papers it uses. Construction validates it all."""
+    """A suite with the catalogue and the papers it uses. Construction validates the suite,
+    the catalogue and every paper it imports (`load`, default: the papers of its cells)."""
 
     def __init__(self, suite_file: Path, raw: Mapping[str, Any],
                  catalogue: Mapping[str, Any] | None = None,
                  paper_params: Mapping[str, Mapping[str, Any]] | None = None,
-                 catalogue_file: Path | None = None) -> None:
-        """`catalogue`: the root params.yaml (read from `catalogue_file`) when `raw` is
-        another suite's file; `paper_params`: papers' params as mappings instead of their
-        files (tests). Every error names the file the key was written in."""
+                 catalogue_file: Path | None = None,
+                 load: Iterable[str] | None = None) -> None:
+        """`raw`: the suite file's mapping, with any `extends` already merged
+        (`load_params`); `catalogue`: the root params.yaml (read from `catalogue_file`) when
+        `raw` is another suite's file; `paper_params`: papers' params as mappings instead of
+        their files (tests); `load`: the paper keys to import now. Every error names the
+        file the key was written in."""
         self.file = suite_file
         where = str(suite_file)
         check_keys(raw, CATALOGUE_KEYS if catalogue is None else ("suite",), f"{where}:")
@@ -142,6 +140,9 @@ class Params:
         if "suite" not in raw:
             raise UserError(f"{where}: missing top-level key 'suite'")
         self.suite_raw = mapping(raw["suite"], f"{where}:suite")
+        if "cells" in self.suite_raw:
+            raise UserError(f"{where}:suite.cells: a suite names a grid instead: grid: "
+                            "[{experiments: [...], algorithms: [...]}] (clusterfl.suite)")
         check_keys(self.suite_raw, SUITE_KEYS, f"{where}:suite")
         self.suite = str(self.suite_raw.get("name", ""))
         if not self.suite:
@@ -151,24 +152,36 @@ class Params:
                                         f"{where}:suite.training"), f"{where}:suite.training")
         self.raw = catalogue
         check_keys(self.tracking, ("experiment",), f"{cat}tracking")
-        self.papers = load_papers([*BUILTIN, *self.suite_raw.get("papers", [])])
+        extra = load_papers(self.suite_raw.get("papers", []))  # a suite's own: always imported
+        self.modules = {m.rsplit(".", 1)[-1]: m for m in BUILTIN} | {
+            key: paper.module for key, paper in extra.items()}
+        self.papers: dict[str, Paper] = {}  # the imported ones, by key
         self.datasets = mapping(catalogue.get("datasets") or {}, f"{cat}datasets")
         self.partitions = mapping(catalogue.get("partitions") or {}, f"{cat}partitions")
         self.experiments: dict[str, dict[str, Any]] = {}
         self.paper_of: dict[str, str] = {}
         self.paper_file: dict[str, str] = {}  # paper -> its params file, as errors show it
+        self.paper_params_file: dict[str, Path] = {}
         self.algorithms: dict[str, dict[str, dict[str, Any]]] = {}
-        for key, paper in self.papers.items():
+        for key, module in self.modules.items():
             given = (paper_params or {}).get(key)
-            self._add_paper(key, paper, None if given is None else dict(given))
-        self._validate_entries()
+            directory = extra[key].directory if key in extra else paper_directory(module)
+            self._add_paper(key, directory / "params.yaml", None if given is None else dict(given))
+        self._validate_catalogue()
         self.tuning: Tuning | None = None  # the suite's `tuning` block, if it has one
-        self.cells = self._validate_suite()
+        self.cells, self.suite_datasets, self.suite_partitions = self._validate_suite()
+        for key in dict.fromkeys([*extra, *(load if load is not None
+                                             else (c.paper for c in self.cells))]):
+            self.paper(key)
+        for cell in self.cells:
+            if cell.paper in self.papers:
+                self.algorithm(cell.algorithm, experiment=cell.experiment)
 
     # -- reading ------------------------------------------------------------------------------
-    def _add_paper(self, key: str, paper: Paper, raw: dict[str, Any] | None) -> None:
-        path = _shown(paper.params_file)
+    def _add_paper(self, key: str, params_file: Path, raw: dict[str, Any] | None) -> None:
+        path = _shown(params_file)
         self.paper_file[key] = str(path)
+        self.paper_params_file[key] = params_file.resolve()
         if raw is None:
             raw = read_yaml(path) if path.exists() else {}
         check_keys(raw, PAPER_KEYS, f"{path}:")
@@ -184,8 +197,26 @@ class Params:
         self.algorithms[key] = mapping(raw.get("algorithms") or {}, f"{path}:algorithms")
         mapping(raw.get("presets") or {}, f"{path}:presets")  # anchors only, merged with <<
 
-    def _validate_entries(self) -> None:
-        """Check every entry's names and options now, before any stage writes anything."""
+    def paper(self, key: str) -> Paper:
+        """Paper `key`, imported (registering what it adds) and its entries validated on
+        first use."""
+        if key not in self.papers:
+            if key not in self.modules:
+                raise unknown_name("paper", key, list(self.modules))
+            (paper,) = load_papers([self.modules[key]]).values()
+            if paper.key != key:
+                raise UserError(f"papers: module {self.modules[key]!r} defines key "
+                                f"{paper.key!r}; the built-in paper's key is its module name")
+            self.papers[key] = paper
+            for name, owner in self.paper_of.items():
+                if owner == key:
+                    self.experiment(name)
+            for name in self.algorithms[key]:
+                self.algorithm(name, paper=key)
+        return self.papers[key]
+
+    def _validate_catalogue(self) -> None:
+        """Check every dataset and partition entry now, before any stage writes anything."""
         cat = f"{self.catalogue_file}:"
         for name in self.datasets:
             source, options = self.dataset(name)
@@ -202,23 +233,22 @@ class Params:
                                 f"in (0, 1), got {fraction!r}")
             check_keys(entry, [*_fields(cls), "dataset", "scheme"], f"{cat}partitions.{name}")
             build_options(cls, entry, f"{cat}partitions.{name}")
-        for name in self.experiments:
-            self.experiment(name)
-        for paper, algorithms in self.algorithms.items():
-            for name in algorithms:
-                self.algorithm(name, paper=paper)
 
-    def _validate_suite(self) -> list[Cell]:
+    def _validate_suite(self) -> tuple[list[Cell], list[str], list[str]]:
         s, key = self.suite_raw, f"{self.file}:suite"
         seeds = s.get("seeds")
         if not (isinstance(seeds, list) and seeds and all(isinstance(x, int) for x in seeds)):
             raise UserError(f"{key}.seeds: expected a non-empty list of integers")
-        datasets = _names(s.get("datasets", []), f"{key}.datasets", self.datasets)
-        partitions = _names(s.get("partitions", []), f"{key}.partitions", self.partitions)
-        for name in partitions:
-            if self.partition(name)["dataset"] not in datasets:
-                raise UserError(f"{key}.datasets: partition {name!r} needs dataset "
-                                f"{self.partition(name)['dataset']!r}; add it")
+        cells = grid_cells(s.get("grid") or [], f"{key}.grid", self.paper_of, unknown_name)
+        for cell in cells:
+            partition = self.experiments[cell.experiment].get("partition")
+            if partition not in self.partitions:
+                where = f"{self.paper_file[cell.paper]}:experiments.{cell.experiment}.partition"
+                raise unknown_name(where, partition, list(self.partitions))
+        extra = _names(s.get("partitions", []), f"{key}.partitions", self.partitions)
+        datasets, partitions = needed(
+            cells, extra, lambda e: str(self.experiments[e]["partition"]),
+            lambda p: str(self.partition(p)["dataset"]))
         mapping(s.get("training") or {}, f"{key}.training")
         if "tuning" in s:
             self.tuning = parse_tuning(mapping(s["tuning"], f"{key}.tuning"), f"{key}.tuning")
@@ -233,27 +263,7 @@ class Params:
         for name in mapping(s.get("partition_options") or {}, f"{key}.partition_options"):
             if name not in partitions:
                 raise unknown_name(f"{key}.partition_options", name, partitions)
-        cells = []
-        for name, entry in mapping(s.get("cells") or {}, f"{key}.cells").items():
-            entry = mapping(entry, f"{key}.cells.{name}")
-            check_keys(entry, ("paper", "experiment", "algorithm"), f"{key}.cells.{name}")
-            cell = Cell(str(entry.get("paper")), str(entry.get("experiment")),
-                        str(entry.get("algorithm")))
-            if cell.experiment not in self.experiments:
-                raise unknown_name(f"{key}.cells.{name}.experiment", cell.experiment,
-                                   list(self.experiments))
-            if cell.paper != self.paper_of[cell.experiment]:
-                raise UserError(f"{key}.cells.{name}.paper: experiment {cell.experiment!r} "
-                                f"belongs to paper {self.paper_of[cell.experiment]!r}")
-            self.algorithm(cell.algorithm, experiment=cell.experiment)
-            if name != cell.name:
-                raise UserError(f"{key}.cells.{name}: the name must be {cell.name!r}")
-            partition = self.experiment(cell.experiment).partition
-            if partition not in partitions:
-                raise UserError(f"{key}.partitions: cell {name!r} needs partition "
-                                f"{partition!r}; add it")
-            cells.append(cell)
-        return cells
+        return cells, datasets, partitions
 
     # -- the suite ----------------------------------------------------------------------------
     @property
@@ -263,6 +273,10 @@ class Params:
     def suite_cells(self) -> list[tuple[str, str, str]]:
         """(paper, experiment, algorithm) of every cell the suite trains, in file order."""
         return [(c.paper, c.experiment, c.algorithm) for c in self.cells]
+
+    def paper_file_from_root(self, key: str, root: Path) -> str:
+        """Paper `key`'s params file relative to the repository root (DVC's params path)."""
+        return self.paper_params_file[key].relative_to(root.resolve()).as_posix()
 
     def cell_in_suite(self, experiment: str, algorithm: str) -> bool:
         return any(c.experiment == experiment and c.algorithm == algorithm for c in self.cells)
@@ -299,6 +313,7 @@ class Params:
         if name not in self.experiments:
             raise unknown_name("experiment", name, list(self.experiments))
         paper = self.paper_of[name]
+        self.paper(paper)
         key = f"{self.paper_file[paper]}:experiments.{name}"
         entry = dict(self.experiments[name])
         check_keys(entry, EXPERIMENT_KEYS, key)
@@ -352,6 +367,9 @@ class Params:
             if len(owners) != 1:
                 raise UserError(f"algorithm {name!r}: defined by papers {owners}; name one")
             paper = owners[0]
+        if paper not in self.algorithms:
+            raise unknown_name("paper", paper, list(self.algorithms))
+        self.paper(paper)
         key = f"{self.paper_file[paper]}:algorithms.{name}"
         if name not in self.algorithms[paper]:
             raise unknown_name(f"algorithm (paper {paper})", name, list(self.algorithms[paper]))
@@ -381,16 +399,48 @@ class Params:
         return every
 
 
-def load_params(path: Path = Path("params.yaml")) -> Params:
-    """Read and validate suite file `path` (with the catalogue at its `suite.root`, unless
-    it holds `datasets`/`partitions` itself, as a copy of the root params.yaml does)."""
-    raw = read_yaml(path)
-    suite = mapping(raw.get("suite") or {}, f"{path}:suite")
-    root = (path.parent / str(suite.get("root", "."))).resolve()
-    catalogue_path = root / "params.yaml"
+def load_params(path: Path = Path("params.yaml"), load: Iterable[str] | None = None
+                ) -> Params:
+    """Read and validate suite file `path`, with the suites it `extends` merged in and the
+    catalogue (the root params.yaml) beside it; `load`: the papers to import (default: the
+    papers of the suite's cells)."""
+    chain = suite_chain(path)
+    suite: dict[str, Any] = {}
+    for _, block in reversed(chain):  # the farthest parent first, `path` last
+        suite = {**merge(suite, block), "name": block.get("name")}
+    raw = {**read_yaml(path), "suite": suite}
+    catalogue_path = suite_root(path) / "params.yaml"
     if catalogue_path.resolve() == path.resolve() or {"datasets", "partitions"} & set(raw):
-        return Params(path, raw)  # the root file, or a copy of it: its own catalogue
-    return Params(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path))
+        return Params(path, raw, load=load)  # the root file, or a copy of it: its own catalogue
+    return Params(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path),
+                  load=load)
+
+
+def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(file, its `suite:` block) of suite `path` and of each suite it `extends`, nearest
+    first."""
+    chain: list[tuple[Path, dict[str, Any]]] = []
+    while True:
+        raw = read_yaml(path)
+        if "suite" not in raw:
+            raise UserError(f"{path}: missing top-level key 'suite'")
+        chain.append((path, mapping(raw["suite"], f"{path}:suite")))
+        parent = chain[-1][1].get("extends")
+        if parent is None:
+            return chain
+        where = f"{path}:suite.extends"
+        path = suite_file(str(parent), suite_root(path))
+        if not path.exists():
+            raise UserError(f"{where}: no suite {parent!r} ({_shown(path)} does not exist)")
+        if path.resolve() in {p.resolve() for p, _ in chain}:
+            raise UserError(f"{where}: suite {parent!r} extends itself")
+
+
+def suite_root(path: Path) -> Path:
+    """The repository root of suite file `path`: suites/<name>/params.yaml lies two levels
+    below it, the default suite's params.yaml at it."""
+    parent = path.resolve().parent
+    return parent.parent.parent if parent.parent.name == "suites" else parent
 
 
 def _fields(cls: type) -> list[str]:

@@ -1,9 +1,10 @@
 """A run's history: one record of metrics per round, written as JSON and CSV (DVC outs).
 
 Timings (metrics registered `wall_clock`, e.g. pFedKM's `kmeans_seconds`) are kept apart in
-`timings.json`, so that `history.json` and `history.csv` of one seed are byte-identical
-across runs. `history.json` records the sha256 of its content (`checksum`); `read_history`
-checks it, the format and the types, and names the file in one line when anything is off.
+`timings.json`, in the suite's logs/ (`log_dir`), outside the DVC out: `history.json` and
+`history.csv` of one seed are byte-identical across runs, and so is the out's hash.
+`history.json` records the sha256 of its content (`checksum`); `read_history` checks it,
+the format and the types, and names the file in one line when anything is off.
 """
 
 import csv
@@ -82,7 +83,10 @@ class RunHistory:
                 "summary": self.summary()}
         return data | {"checksum": content_sha256(data)}
 
-    def write(self, directory: Path) -> None:
+    def write(self, directory: Path, timings: Path | None = None) -> None:
+        """history.json and history.csv into `directory`, the wall-clock timings into
+        `timings` (default: `directory`; a suite's train stage gives its logs directory,
+        outside the DVC out, so that the out is the same on every run)."""
         atomic_write_json(directory / "history.json", self.to_json())
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(self.records[0]))
@@ -90,7 +94,7 @@ class RunHistory:
         writer.writerows(self.records)
         atomic_write_text(directory / "history.csv", buffer.getvalue())
         if self.timings:
-            atomic_write_json(directory / "timings.json", {"records": self.timings})
+            atomic_write_json((timings or directory) / "timings.json", {"records": self.timings})
 
 
 def _is_number(value: Any) -> bool:
@@ -128,9 +132,24 @@ def load_history_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def log_dir(directory: Path) -> Path:
+    """Where a suite keeps what is not the same on every run (timings, tracking records) for
+    an output directory: results/<suite>/... -> logs/<suite>/... (outside every DVC out);
+    a directory outside that layout keeps them itself."""
+    parts = directory.parts
+    if "results" not in parts:
+        return directory
+    i = len(parts) - 1 - parts[::-1].index("results")
+    return Path(*parts[:i], "logs", *parts[i + 1:])
+
+
 def read_timings(directory: Path) -> list[dict[str, float]]:
-    """The per-round timings beside a history (`timings.json`); none where it is absent."""
-    path = directory / "timings.json"
+    """The per-round timings of the history in `directory` (`timings.json` in its
+    `log_dir`, or beside it); none where there are none (e.g. results pulled from a DVC
+    remote: timings are measurements of the machine that ran them, not results)."""
+    path = log_dir(directory) / "timings.json"
+    if not path.exists():
+        path = directory / "timings.json"
     if not path.exists():
         return []
     try:

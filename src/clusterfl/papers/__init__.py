@@ -12,7 +12,9 @@ shared registries (algorithms, evaluators, metrics, data sources). Its directory
 Adding a paper is a new package and one line in `BUILTIN`; nothing else is edited.
 """
 
+import dataclasses
 import importlib
+import importlib.util
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ class Paper:
     title: str
     directory: Path  # holds params.yaml and references.yaml
     report: str | None = None  # "module:function" taking ReportInput, returning ReportOutput
+    module: str = ""  # the module that defines it (set by `load_papers`)
 
     @property
     def params_file(self) -> Path:
@@ -82,5 +85,14 @@ def load_papers(modules: Iterable[str] = BUILTIN) -> dict[str, Paper]:
             raise UserError(f"papers: module {name!r} defines no PAPER = Paper(...)")
         if paper.key in papers:
             raise UserError(f"papers: key {paper.key!r} defined twice ({name})")
-        papers[paper.key] = paper
+        papers[paper.key] = dataclasses.replace(paper, module=name)
     return papers
+
+
+def paper_directory(module: str) -> Path:
+    """The directory of paper package `module`, found without running its code (so that
+    reading a paper's params imports none of its methods)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(f"papers: no package {module!r}")
+    return Path(next(iter(spec.submodule_search_locations)))

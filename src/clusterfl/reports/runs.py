@@ -67,13 +67,30 @@ def seed_dirs(results: Path, experiment: str, algorithm: str) -> list[Path]:
 
 
 def read_seed(seed_dir: Path) -> SeedHistory:
-    """One seed's history, validated (`history.load_history_json`), with its timings
-    (`timings.json`, e.g. k-means seconds) merged into the records for figures."""
+    """One seed's history, validated (`history.load_history_json`). Its timings are not
+    merged in: what the report stage writes as DVC outs must be the same on every run
+    (`cost_rows` reads them for the costs page, outside the outs)."""
     data = load_history_json(seed_dir / "history.json")
-    timings = {t["round"]: t for t in read_timings(seed_dir)}
-    records = [r | timings.get(r["round"], {}) for r in data["records"]]
-    return SeedHistory(seed=int(seed_dir.name.removeprefix("seed")), records=records,
+    return SeedHistory(seed=int(seed_dir.name.removeprefix("seed")), records=data["records"],
                        arrays=data.get("arrays", {}), primary=primary_metric(data))
+
+
+def cost_rows(results: Path, cells: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Per cell, the wall-clock means over its seeds' rounds (`timings.json` in the logs):
+    seconds per round and, where recorded, k-means seconds per round; cells without
+    timings (results pulled from a DVC remote) are left out."""
+    rows = []
+    for experiment, algorithm in cells:
+        timings = [t for d in seed_dirs(results, experiment, algorithm)
+                   for t in read_timings(d)]
+        if not timings:
+            continue
+        row: dict[str, Any] = {"cell": f"{experiment}/{algorithm}"}
+        for name in sorted({k for t in timings for k in t} - {"round"}):
+            values = [t[name] for t in timings if name in t]
+            row[f"{name} (mean)"] = round(float(np.mean(values)), 4)
+        rows.append(row)
+    return rows
 
 
 def read_cell(results: Path, experiment: str, algorithm: str) -> list[SeedHistory]:

@@ -1,0 +1,207 @@
+"""`clusterfl render`: each suite's dvc.yaml, written from its grid and the import graph.
+
+One template (below) serves every suite: download -> partition -> [tune] -> train -> report.
+What DVC's `foreach` iterates over (datasets, partitions, cells) is derived from the suite's
+grid (`clusterfl.suite`), and each stage's code deps from what its process can import
+(`pipeline.imports`): a train cell depends on the shared core and on its own paper's
+`__init__.py` and `training/`, never on report code or another paper; the report stage on
+the report code. Params are tracked by key in every file of the suite's `extends` chain, so
+a change to one algorithm's entry re-runs its cells only. The committed files are checked
+against a fresh rendering (`render --check`, tests/test_render.py), so they are never typed
+by hand, and the report stage refuses a stale one.
+"""
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from clusterfl.config import Params, load_params, read_yaml, suite_chain, suite_root
+from clusterfl.errors import UserError
+from pipeline.imports import closure, graph
+
+HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the import graph: do not\n"
+          "# edit. Change the suite's params file or pipeline/render.py, then run\n"
+          "# `clusterfl render` (`make reproduce` does). docs/architecture.md explains it.\n")
+CLI = "pipeline.cli"  # imported by every stage's process
+
+
+def suite_files(root: Path) -> list[Path]:
+    """Every suite of the repository: the default one, then suites/<name>/params.yaml."""
+    return [root / "params.yaml", *sorted((root / "suites").glob("*/params.yaml"))]
+
+
+def dvc_file(suite_file: Path) -> Path:
+    return suite_file.parent / "dvc.yaml"
+
+
+class Code:
+    """The code deps of stages: project files a process can import, as few paths as cover
+    them (a directory stands for all of its files when every module in it is covered)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.modules = graph(root)
+
+    def reach(self, starts: Iterable[str]) -> set[str]:
+        return closure(self.modules, [*starts]) | closure(self.modules, [CLI], lazy=False)
+
+    def paths(self, names: set[str]) -> list[str]:
+        files = {self.modules[n].path.resolve() for n in names}
+        return [self._relative(p) for p in self._cover([self.root / "src/clusterfl",
+                                                        self.root / "pipeline"], files)]
+
+    def _cover(self, directories: list[Path], files: set[Path]) -> list[Path]:
+        out: list[Path] = []
+        for directory in directories:
+            inside = {p.resolve() for p in directory.rglob("*.py") if "__pycache__" not in p.parts}
+            if inside and inside <= files:
+                out.append(directory)
+                continue
+            out += sorted(p for p in directory.glob("*.py") if p.resolve() in files)
+            out += self._cover(sorted(d for d in directory.iterdir()
+                                      if d.is_dir() and d.name != "__pycache__"), files)
+        return out
+
+    def _relative(self, path: Path) -> str:
+        return path.resolve().relative_to(self.root.resolve()).as_posix()
+
+
+def _paper_code(params: Params, key: str, code: Code) -> tuple[str, str]:
+    """(the paper's __init__.py, its training/ directory), checked against what importing
+    the paper can run: its own package, never its report code or another paper."""
+    module = params.paper(key).module
+    package = code.modules.get(module)
+    if package is None:  # a paper outside the repository (a suite's `papers:`): not hashed
+        raise UserError(f"papers: {module!r} is not under src/clusterfl; `clusterfl render` "
+                        "can only derive deps for the repository's own papers")
+    prefix = f"{module}."
+    reached = {n for n in closure(code.modules, [module]) if n.startswith(prefix)}
+    allowed = f"{module}.training"
+    stray = sorted(n for n in reached if n != allowed and not n.startswith(f"{allowed}."))
+    if stray:
+        raise UserError(f"papers: {module} imports {', '.join(stray)} outside its "
+                        "training/ package; training code must not reach report code")
+    init = code._relative(package.path)
+    return init, str(Path(init).parent / "training")
+
+
+def _params(chain: list[tuple[Path, dict[str, Any]]], keys: list[str], root: Path
+            ) -> list[dict[str, list[str]]]:
+    """`keys` of the suite block, tracked in each file of the chain that sets them."""
+    out = []
+    for path, block in chain:
+        present = [f"suite.{k}" for k in keys if k in block]
+        if present:
+            out.append({path.resolve().relative_to(root.resolve()).as_posix(): present})
+    return out
+
+
+def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
+    """The suite's dvc.yaml as a mapping (its stages and plots)."""
+    name, chain = params.suite, suite_chain(params.file)
+    wdir = Path(*[".."] * len(params.file.resolve().parent.relative_to(root.resolve()).parts))
+    wdir_text = wdir.as_posix() if wdir.parts else "."
+    data = f"data/{name}"
+    papers = {c.paper for c in params.cells}
+    paper_code = {key: _paper_code(params, key, code) for key in sorted(papers)}
+    train_code = code.paths({m for m in code.reach(["pipeline.train"])
+                             if not m.startswith("clusterfl.papers.")})
+    cells = {c.name: {"paper": c.paper, "experiment": c.experiment, "algorithm": c.algorithm,
+                      "init": paper_code[c.paper][0], "training": paper_code[c.paper][1],
+                      "paper_params": params.paper_file_from_root(c.paper, root),
+                      "dataset": params.partition(params.experiment(c.experiment).partition)
+                      ["dataset"],
+                      "partition": params.experiment(c.experiment).partition}
+             for c in params.cells}
+    cell_params = [{"${item.paper_params}": ["experiments.${item.experiment}",
+                                             "algorithms.${item.algorithm}"]}]
+    cell_deps = [*train_code, "${item.init}", "${item.training}",
+                 f"{data}/raw/${{item.dataset}}", f"{data}/partitions/${{item.partition}}"]
+    out: dict[str, Any] = {}
+    out["download"] = {"foreach": params.suite_datasets, "do": {
+        "wdir": wdir_text, "cmd": f"clusterfl download ${{item}} --suite {name}",
+        "params": [{"params.yaml": ["datasets.${item}"]},
+                   *_params(chain, ["dataset_options"], root)],
+        "deps": code.paths(code.reach(["pipeline.download"])),
+        "outs": [f"{data}/raw/${{item}}"]}}
+    out["partition"] = {"foreach": {p: {"dataset": params.partition(p)["dataset"]}
+                                    for p in params.suite_partitions}, "do": {
+        "wdir": wdir_text, "cmd": f"clusterfl partition ${{key}} --suite {name}",
+        "params": [*_params(chain, ["seeds", "partition_options"], root),
+                   {"params.yaml": ["partitions.${key}"]}],
+        "deps": [*code.paths(code.reach(["pipeline.partition"])),
+                 f"{data}/raw/${{item.dataset}}"],
+        "outs": [f"{data}/partitions/${{key}}"]}}
+    train_cmd = f"clusterfl train ${{item.experiment}} ${{item.algorithm}} --suite {name}"
+    tuned = params.tuning is not None
+    if tuned:
+        picks = f"results/{name}/tuning/${{item.experiment}}/${{item.algorithm}}"
+        out["tune"] = {"foreach": cells, "do": {
+            "wdir": wdir_text, "cmd": f"clusterfl tune ${{item.experiment}} "
+            f"${{item.algorithm}} --suite {name} --device auto",
+            "params": [*_params(chain, ["tuning", "training"], root), *cell_params],
+            "deps": [*code.paths({m for m in code.reach(["pipeline.tune"])
+                                  if not m.startswith("clusterfl.papers.")}),
+                     *cell_deps[len(train_code):]],
+            "outs": [picks]}}
+        train_cmd += f" --device auto --picks {picks}/picks.json"
+    if cells:
+        out["train"] = {"foreach": cells, "do": {
+            "wdir": wdir_text, "cmd": train_cmd,
+            "params": [*_params(chain, ["seeds", "training"], root), *cell_params,
+                       {"params.yaml": ["tracking"]}],
+            "deps": [*cell_deps, *([picks] if tuned else [])],
+            "outs": [f"results/{name}/${{item.experiment}}/${{item.algorithm}}"]}}
+    reports = f"reports/{name}"
+    report_modules = [m for key in sorted(papers)
+                      if (m := (params.paper(key).report or "").partition(":")[0])]
+    references = [f"{Path(p).parent.as_posix()}/references.yaml" for p, _ in paper_code.values()
+                  if (root / Path(p).parent / "references.yaml").exists()]
+    out["report"] = {
+        "wdir": wdir_text, "cmd": f"clusterfl report --suite {name}",
+        "params": _params(chain, ["grid"], root) or [{"params.yaml": ["tracking"]}],
+        "deps": [*code.paths(code.reach(["pipeline.report", *report_modules])), *references,
+                 *(f"results/{name}/{c.experiment}/{c.algorithm}" for c in params.cells),
+                 f"{data}/partitions"],
+        "outs": [f"{reports}/tables", f"{reports}/figures", f"{reports}/curves",
+                 f"{reports}/index.html"],
+        "metrics": [{f"{reports}/metrics.json": {"cache": False}}]}
+    return {"stages": out,
+            "plots": [{f"{reports}/curves": {"x": "round"}}]}
+
+
+def render(params: Params, root: Path, code: Code | None = None) -> str:
+    """The text of the suite's dvc.yaml."""
+    code = code or Code(root)
+    shown = params.file.resolve().relative_to(root.resolve()).as_posix()
+    body = yaml.safe_dump(stages(params, root, code), sort_keys=False, width=100)
+    return HEADER.format(suite=shown) + body
+
+
+def run(root: Path, check: bool = False) -> list[Path]:
+    """Render every suite; with `check`, write nothing and return the stale dvc.yaml files."""
+    code, stale = Code(root), []
+    for suite in suite_files(root):
+        text = render(load_params(suite), root, code)
+        target = dvc_file(suite)
+        current = target.read_text() if target.exists() and not target.is_symlink() else None
+        if current != text:
+            stale.append(target)
+            if not check:
+                target.unlink(missing_ok=True)
+                target.write_text(text)
+    return stale
+
+
+def require_current(suite_file: Path) -> None:
+    """A one-line error when the suite's dvc.yaml is not what its grid renders to (the
+    grid was edited and `clusterfl render` not run): DVC would run the old cell list."""
+    root = suite_root(suite_file)
+    target = dvc_file(suite_file)
+    if read_yaml(target) if target.exists() else None:
+        text = render(load_params(suite_file), root)
+        if target.read_text() != text:
+            raise UserError(f"{target}: stale: it does not match {suite_file}'s grid; run "
+                            "`clusterfl render`")

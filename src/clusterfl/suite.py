@@ -1,0 +1,94 @@
+"""A suite as a grid: experiments x algorithms, expanded into the cells DVC runs.
+
+A suite file's `suite:` block says what to run, never the lists that follow from it:
+
+    suite:
+      name: benchmark_large
+      extends: benchmark          # optional: another suite's name (suites/<name>/params.yaml)
+      seeds: [0, 1, 2]
+      training: {rounds: 100}     # overrides every experiment's training block
+      grid:                       # each entry: every experiment x every algorithm
+        - experiments: [bm_iid, bm_patho2]
+          algorithms: [fedavg, ifca]
+      partitions: [p4_fmnist_rot] # optional: partitions to prepare beyond the cells' own
+
+The cells (`<experiment>-<algorithm>`, in grid order), the partitions they need and the
+datasets those need are derived (`expand`), and `clusterfl render` writes them into the
+suite's dvc.yaml for DVC's `foreach`. `extends` reads the parent's block first: the child's
+keys replace the parent's, except `grid` and `partitions`, which add to the parent's (so a
+suite that extends the benchmark with one more algorithm names only that algorithm).
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from clusterfl.errors import UserError, check_keys
+
+GRID_KEYS = ("experiments", "algorithms")
+ADDITIVE = ("grid", "partitions")  # a child's entries add to its parent's
+
+
+@dataclass(frozen=True)
+class Cell:
+    paper: str
+    experiment: str
+    algorithm: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.experiment}-{self.algorithm}"
+
+
+def merge(parent: Mapping[str, Any], child: Mapping[str, Any]) -> dict[str, Any]:
+    """The child's suite block over its parent's: keys replace, `grid`/`partitions` add."""
+    merged = {k: v for k, v in parent.items() if k != "name"}
+    for key, value in child.items():
+        if key == "extends":
+            continue
+        merged[key] = [*parent.get(key, []), *value] if key in ADDITIVE else value
+    return merged
+
+
+def _list_of_names(value: Any, key: str) -> list[str]:
+    if not (isinstance(value, list) and value and all(isinstance(v, str) for v in value)):
+        raise UserError(f"{key}: expected a non-empty list of names")
+    return list(value)
+
+
+def grid_cells(grid: Any, key: str, paper_of: Mapping[str, str],
+               unknown: Callable[[str, str, list[str]], UserError]) -> list[Cell]:
+    """Every experiment x algorithm of each grid entry, in order; an experiment is looked up
+    in `paper_of` (experiment -> paper), a cell named twice is an error."""
+    if not isinstance(grid, list):
+        raise UserError(f"{key}: expected a list of {{experiments: [...], algorithms: [...]}}")
+    cells: dict[str, Cell] = {}
+    for i, entry in enumerate(grid):
+        where = f"{key}[{i}]"
+        if not isinstance(entry, Mapping):
+            raise UserError(f"{where}: expected a mapping with keys experiments, algorithms")
+        check_keys(entry, GRID_KEYS, where)
+        for field in GRID_KEYS:
+            if field not in entry:
+                raise UserError(f"{where}.{field}: missing")
+        experiments = _list_of_names(entry["experiments"], f"{where}.experiments")
+        algorithms = _list_of_names(entry["algorithms"], f"{where}.algorithms")
+        for experiment in experiments:
+            if experiment not in paper_of:
+                raise unknown(f"{where}.experiments", experiment, list(paper_of))
+            for algorithm in algorithms:
+                cell = Cell(paper_of[experiment], experiment, algorithm)
+                if cell.name in cells:
+                    raise UserError(f"{where}: cell {cell.name!r} is already in the grid")
+                cells[cell.name] = cell
+    return list(cells.values())
+
+
+def needed(cells: list[Cell], extra_partitions: list[str], partition_of: Callable[[str], str],
+           dataset_of: Callable[[str], str]) -> tuple[list[str], list[str]]:
+    """(datasets, partitions) the suite prepares: the cells' partitions (first use first),
+    then the extra ones, and the datasets of all of them, without repeats."""
+    partitions = list(dict.fromkeys([*(partition_of(c.experiment) for c in cells),
+                                     *extra_partitions]))
+    datasets = list(dict.fromkeys(dataset_of(p) for p in partitions))
+    return datasets, partitions
