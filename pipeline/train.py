@@ -47,7 +47,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     `executor` (e.g. `clusterfl sweep`'s pool shared by many cells) overrides `workers`;
     `picks`: the benchmark's tune stage's picks.json, whose picked lr (and K) replace the
     params' values (`pipeline.tune`)."""
-    params = load_params(params_path)
+    params = load_params(params_path, load=())  # the cell's paper alone, on first use
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
     picked = None

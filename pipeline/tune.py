@@ -29,7 +29,7 @@ from pipeline.common import SuitePaths, output_dir
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         engine: str = "vectorized", workers: int = 1, device: str = "cpu") -> None:
-    params = load_params(params_path)
+    params = load_params(params_path, load=())  # the cell's paper alone, on first use
     if params.tuning is None:
         raise UserError(f"{params.file}:suite.tuning: missing; suite {params.suite!r} has no "
                         "tuning grid")

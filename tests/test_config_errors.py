@@ -29,7 +29,9 @@ def test_every_suite_file_is_valid(name):
     p = load_params(ROOT / suite_file(name))
     assert p.suite == name and p.seeds
     for _, experiment, _ in p.suite_cells():
-        assert p.experiment(experiment).partition in p.suite_raw["partitions"]
+        partition = p.experiment(experiment).partition
+        assert partition in p.suite_partitions
+        assert p.partition(partition)["dataset"] in p.suite_datasets
 
 
 def test_presets_and_yaml_merges_reach_the_schedule():
@@ -59,8 +61,9 @@ def test_presets_and_yaml_merges_reach_the_schedule():
      r"xavier_normal"),
     (lambda r, p: r["partitions"]["p2_fmnist_rot_1090"].update(label_groups=[[0, 1], [1]]),
      r"partitions\.p2_fmnist_rot_1090\.label_groups: must be non-empty, disjoint lists"),
-    (lambda r, p: r["suite"]["cells"]["p1_synthetic_mlr-fedavg"].update(algorithm="fedavgg"),
-     r"algorithm \(paper p1\): unknown value 'fedavgg' \(did you mean 'fedavg'\?\)"),
+    (lambda r, p: r["suite"]["grid"][0]["algorithms"].append("fedavgg"),
+     r"^params\.yaml:suite\.grid\[0\]\.algorithms \(paper p1\): unknown value 'fedavgg' "
+     r"\(did you mean 'fedavg'\?\)"),
     (lambda r, p: p["p1"]["experiments"]["p1_synthetic_mlr"].update(
         algorithm_options={"persnal_lr": 1}),
      r"experiments\.p1_synthetic_mlr\.algorithm_options: unknown value 'persnal_lr' "
@@ -113,20 +116,23 @@ def test_presets_and_yaml_merges_reach_the_schedule():
      r"'clients_per_cluster'\?\)"),
     (lambda r, p: r["tracking"].update(experiement="x"),
      r"^params\.yaml:tracking\.experiement: unknown key \(did you mean 'experiment'\?\)"),
-    (lambda r, p: r["suite"]["cells"]["p1_synthetic_mlr-fedavg"].update(seed=3),
-     r"suite\.cells\.p1_synthetic_mlr-fedavg\.seed: unknown key; allowed: algorithm, "),
-    # cells must be consistent with their experiment and the suite's data
-    (lambda r, p: r["suite"]["cells"]["p1_synthetic_mlr-fedavg"].update(paper="p2"),
-     r"cells\.p1_synthetic_mlr-fedavg\.paper: experiment 'p1_synthetic_mlr' belongs to "
-     r"paper 'p1'"),
-    (lambda r, p: r["suite"]["cells"].update(
-        {"p1_synthetic_mlr-lokal": {"paper": "p1", "experiment": "p1_synthetic_mlr",
-                                    "algorithm": "local"}}),
-     r"cells\.p1_synthetic_mlr-lokal: the name must be 'p1_synthetic_mlr-local'"),
-    (lambda r, p: r["suite"].update(partitions=["p1_synthetic", "p2_1090"]),
-     r"suite\.partitions: cell 'p1_mnist_subset_dnn-fedavg' needs partition 'p1_mnist_subset'"),
-    (lambda r, p: r["suite"].update(datasets=["p1_synthetic", "mnist_subset"]),
-     r"suite\.datasets: partition 'p2_1090' needs dataset 'p2_synthetic'; add it"),
+    (lambda r, p: r["suite"]["grid"][0].update(seeds=3),
+     r"^params\.yaml:suite\.grid\[0\]\.seeds: unknown key; allowed: algorithms, experiments"),
+    # the grid names experiments of the papers and each cell once; the rest is derived
+    (lambda r, p: r["suite"]["grid"][0]["experiments"].append("p1_synthetic_mrl"),
+     r"^params\.yaml:suite\.grid\[0\]\.experiments: unknown value 'p1_synthetic_mrl' "
+     r"\(did you mean 'p1_synthetic_mlr'\?\)"),
+    (lambda r, p: r["suite"]["grid"].append({"experiments": ["p1_synthetic_mlr"],
+                                             "algorithms": ["local"]}),
+     r"^params\.yaml:suite\.grid\[6\]: cell 'p1_synthetic_mlr-local' is already in the grid"),
+    (lambda r, p: r["suite"]["grid"][1].pop("algorithms"),
+     r"^params\.yaml:suite\.grid\[1\]\.algorithms: missing"),
+    (lambda r, p: r["suite"]["grid"][1].update(algorithms="fedavg"),
+     r"^params\.yaml:suite\.grid\[1\]\.algorithms: expected a non-empty list of names"),
+    (lambda r, p: r["suite"].update(cells={}),
+     r"^params\.yaml:suite\.cells: a suite names a grid instead: grid: "),
+    (lambda r, p: r["suite"].update(partitions=["p1_synthetc"]),
+     r"^params\.yaml:suite\.partitions: unknown value 'p1_synthetc' \(did you mean "),
     (lambda r, p: r["suite"].pop("name"), r"params\.yaml:suite\.name: missing"),
     (lambda r, p: r["suite"].update(papers=["no_such_paper_module"]),
      r"papers: cannot import 'no_such_paper_module'"),
@@ -157,8 +163,7 @@ def test_a_suite_file_names_itself_and_the_catalogue(tmp_path):
     suite.mkdir(parents=True)
     catalogue = copy.deepcopy(RAW)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(catalogue))
-    raw = {"suite": {**copy.deepcopy(RAW["suite"]), "name": "mine", "root": "../..",
-                     "training": {"rouns": 3}}}
+    raw = {"suite": {**copy.deepcopy(RAW["suite"]), "name": "mine", "training": {"rouns": 3}}}
     (suite / "params.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(UserError, match=r"suites/mine/params\.yaml:suite\.training\.rouns: "
                                         r"unknown key \(did you mean 'rounds'\?\)"):

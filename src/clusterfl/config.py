@@ -239,7 +239,8 @@ class Params:
         seeds = s.get("seeds")
         if not (isinstance(seeds, list) and seeds and all(isinstance(x, int) for x in seeds)):
             raise UserError(f"{key}.seeds: expected a non-empty list of integers")
-        cells = grid_cells(s.get("grid") or [], f"{key}.grid", self.paper_of, unknown_name)
+        cells = grid_cells(s.get("grid") or [], f"{key}.grid", self.paper_of, self.algorithms,
+                           unknown_name)
         for cell in cells:
             partition = self.experiments[cell.experiment].get("partition")
             if partition not in self.partitions:

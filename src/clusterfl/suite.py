@@ -19,7 +19,7 @@ keys replace the parent's, except `grid` and `partitions`, which add to the pare
 suite that extends the benchmark with one more algorithm names only that algorithm).
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,9 +57,11 @@ def _list_of_names(value: Any, key: str) -> list[str]:
 
 
 def grid_cells(grid: Any, key: str, paper_of: Mapping[str, str],
+               algorithms_of: Mapping[str, Iterable[str]],
                unknown: Callable[[str, str, list[str]], UserError]) -> list[Cell]:
-    """Every experiment x algorithm of each grid entry, in order; an experiment is looked up
-    in `paper_of` (experiment -> paper), a cell named twice is an error."""
+    """Every experiment x algorithm of each grid entry, in order. An experiment is looked up
+    in `paper_of` (experiment -> paper), an algorithm in its paper's `algorithms_of`; a cell
+    named twice is an error."""
     if not isinstance(grid, list):
         raise UserError(f"{key}: expected a list of {{experiments: [...], algorithms: [...]}}")
     cells: dict[str, Cell] = {}
@@ -77,6 +79,10 @@ def grid_cells(grid: Any, key: str, paper_of: Mapping[str, str],
             if experiment not in paper_of:
                 raise unknown(f"{where}.experiments", experiment, list(paper_of))
             for algorithm in algorithms:
+                known = list(algorithms_of[paper_of[experiment]])
+                if algorithm not in known:
+                    raise unknown(f"{where}.algorithms (paper {paper_of[experiment]})",
+                                  algorithm, known)
                 cell = Cell(paper_of[experiment], experiment, algorithm)
                 if cell.name in cells:
                     raise UserError(f"{where}: cell {cell.name!r} is already in the grid")

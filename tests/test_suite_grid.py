@@ -1,0 +1,111 @@
+"""Suites as grids (`clusterfl.suite`): the cells, partitions and datasets a suite's
+`dvc.yaml` iterates over are derived from experiments x algorithms, and `extends` merges a
+parent suite's block."""
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from clusterfl.config import load_params
+from clusterfl.errors import UserError, unknown_name
+from clusterfl.suite import Cell, grid_cells, merge, needed
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER_OF = {"e1": "pa", "e2": "pa", "e3": "pb"}
+ALGORITHMS = {"pa": ["a", "b"], "pb": ["a", "c"]}
+
+
+def test_each_entry_is_every_experiment_times_every_algorithm_in_order():
+    grid = [{"experiments": ["e2", "e1"], "algorithms": ["b", "a"]},
+            {"experiments": ["e3"], "algorithms": ["c"]}]
+    cells = grid_cells(grid, "s.grid", PAPER_OF, ALGORITHMS, unknown_name)
+    assert [c.name for c in cells] == ["e2-b", "e2-a", "e1-b", "e1-a", "e3-c"]
+    assert cells[-1] == Cell("pb", "e3", "c")
+
+
+@pytest.mark.parametrize(("grid", "message"), [
+    ([{"experiments": ["e1"], "algorithms": ["c"]}],
+     r"s\.grid\[0\]\.algorithms \(paper pa\): unknown value 'c'; allowed: a, b"),
+    ([{"experiments": ["e1"], "algorithms": ["a"]}, {"experiments": ["e1"], "algorithms": ["a"]}],
+     r"s\.grid\[1\]: cell 'e1-a' is already in the grid"),
+    ([{"experiments": [], "algorithms": ["a"]}],
+     r"s\.grid\[0\]\.experiments: expected a non-empty list of names"),
+    ({"experiments": ["e1"]}, r"s\.grid: expected a list"),
+])
+def test_a_bad_grid_is_one_line_naming_its_entry(grid, message):
+    with pytest.raises(UserError, match=message):
+        grid_cells(grid, "s.grid", PAPER_OF, ALGORITHMS, unknown_name)
+
+
+def test_partitions_and_datasets_follow_from_the_cells_then_the_extra_partitions():
+    cells = [Cell("pa", "e1", "a"), Cell("pa", "e2", "a"), Cell("pb", "e3", "a")]
+    partition = {"e1": "p2", "e2": "p1", "e3": "p2"}
+    dataset = {"p1": "d1", "p2": "d2", "p3": "d1"}
+    assert needed(cells, ["p3", "p1"], partition.__getitem__, dataset.__getitem__) == (
+        ["d2", "d1"], ["p2", "p1", "p3"])
+
+
+def test_a_child_replaces_keys_and_adds_grid_entries_and_partitions():
+    parent = {"name": "base", "seeds": [0, 1], "training": {"rounds": 20},
+              "grid": [{"experiments": ["e1"], "algorithms": ["a"]}], "partitions": ["p1"]}
+    child = {"name": "mine", "extends": "base", "training": {"rounds": 3},
+             "grid": [{"experiments": ["e1"], "algorithms": ["b"]}], "partitions": ["p2"]}
+    assert merge(parent, child) == {
+        "name": "mine", "seeds": [0, 1], "training": {"rounds": 3},
+        "grid": [{"experiments": ["e1"], "algorithms": ["a"]},
+                 {"experiments": ["e1"], "algorithms": ["b"]}],
+        "partitions": ["p1", "p2"]}
+
+
+def test_benchmark_large_is_the_benchmark_grid_at_its_own_scale():
+    base = load_params(ROOT / "suites/benchmark/params.yaml")
+    large = load_params(ROOT / "suites/benchmark_large/params.yaml")
+    assert large.suite == "benchmark_large" and len(large.cells) == 90
+    assert [c.name for c in large.cells] == [c.name for c in base.cells]
+    assert large.seeds == base.seeds and large.tuning == base.tuning
+    assert large.experiment("bm_iid").schedule.rounds == 100
+    assert base.experiment("bm_iid").schedule.rounds == 20
+    assert large.dataset("fashion_mnist_bench")[1]["subset"] is None
+    assert base.dataset("fashion_mnist_bench")[1]["subset"] == 6000
+
+
+def test_a_suite_that_extends_another_adds_its_algorithm_to_the_grid(tmp_path):
+    (tmp_path / "suites/mine").mkdir(parents=True)
+    (tmp_path / "suites/base").mkdir()
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())
+    default = yaml.safe_load((ROOT / "params.yaml").read_text())["suite"]
+    base = copy.deepcopy(default) | {"name": "base"}
+    (tmp_path / "suites/base/params.yaml").write_text(yaml.safe_dump({"suite": base}))
+    mine = {"name": "mine", "extends": "base", "seeds": [7],
+            "grid": [{"experiments": ["p1_synthetic_mlr"], "algorithms": ["pfedme_p1s"]}]}
+    (tmp_path / "suites/mine/params.yaml").write_text(yaml.safe_dump({"suite": mine}))
+    with pytest.raises(UserError, match=r"suites/mine/params\.yaml:suite\.grid\[6\]\.algorithms"
+                                        r" \(paper p1\): unknown value 'pfedme_p1s'"):
+        load_params(tmp_path / "suites/mine/params.yaml")
+    mine["grid"][0]["algorithms"] = ["ifca_k3"]
+    (tmp_path / "suites/mine/params.yaml").write_text(yaml.safe_dump({"suite": mine}))
+    p = load_params(tmp_path / "suites/mine/params.yaml")
+    assert p.seeds == [7] and len(p.cells) == 18
+    assert p.cells[-1].name == "p1_synthetic_mlr-ifca_k3"
+    mine["extends"] = "mine"
+    (tmp_path / "suites/mine/params.yaml").write_text(yaml.safe_dump({"suite": mine}))
+    with pytest.raises(UserError, match=r"suite\.extends: suite 'mine' extends itself"):
+        load_params(tmp_path / "suites/mine/params.yaml")
+
+
+def test_training_imports_only_the_paper_of_its_cell():
+    """A train stage loads its suite with `load=()`: using an experiment imports its paper,
+    and no other paper's code runs (each cell's DVC deps name only its own paper)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from pathlib import Path; from clusterfl.config import load_params;"
+             "p = load_params(Path('params.yaml'), load=());"
+             "p.algorithm('pfedkm_k3', experiment='p1_synthetic_mlr');"
+             "print(sorted(m for m in sys.modules if m.startswith('clusterfl.papers.')"
+             " and m.count('.') == 2))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "['clusterfl.papers.p1']"
