@@ -15,7 +15,7 @@ from clusterfl.data import load_dataset
 from clusterfl.metrics import ARI, METRICS, ROUND_SECONDS, TEST_ACC, metric
 from clusterfl.models import build_model
 from clusterfl.papers import ReportInput, ReportOutput
-from clusterfl.papers.benchmark.tables import (
+from clusterfl.papers.benchmark.report.tables import (
     leaderboard,
     leaderboard_markdown,
     ranks,

@@ -11,8 +11,8 @@ import pandas as pd
 
 from clusterfl.metrics import TEST_ACC
 from clusterfl.papers import ReportInput, ReportOutput
-from clusterfl.papers.p1.protocol import protocol_markdown, protocol_rows
-from clusterfl.papers.p1.sensitivity import (
+from clusterfl.papers.p1.report.protocol import protocol_markdown, protocol_rows
+from clusterfl.papers.p1.report.sensitivity import (
     best_labels,
     sensitivity_figure,
     sweep_frame,

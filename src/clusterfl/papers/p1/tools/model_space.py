@@ -36,6 +36,8 @@ from clusterfl.partition.base import Partition
 from clusterfl.recovery import adjusted_rand
 from clusterfl.runner import SeedInputs
 
+# The diagnostic's own params file, in the paper's directory (data, not code)
+CONFIG = Path(__file__).parents[1] / "model_space.yaml"
 VIEWS = ("input", "input_level", "local_R", "local_T", "pfedkm_theta", "pfedkm_assign")
 
 
@@ -129,7 +131,7 @@ def markdown(frame: pd.DataFrame) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpaceConfig:
-    """The diagnostic's own params file (`model_space.yaml` beside this module)."""
+    """The diagnostic's own params file (`CONFIG`: `papers/p1/model_space.yaml`)."""
 
     seeds: tuple[int, ...]
     rounds: int

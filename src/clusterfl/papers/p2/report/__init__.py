@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from clusterfl.papers import ReportInput, ReportOutput
-from clusterfl.papers.p2 import figures, sweeps, tables
-from clusterfl.papers.p2.cells import SeedResult, cell_metrics, is_soft_cell, read_cell
+from clusterfl.papers.p2.report import figures, sweeps, tables
+from clusterfl.papers.p2.report.cells import SeedResult, cell_metrics, is_soft_cell, read_cell
 from clusterfl.partition import Partition, load_partition
 from clusterfl.reports.diagnostics import diagnostic_section
 from clusterfl.reports.figures import experiment_figures

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from clusterfl.metrics import MIXTURE_MAE
-from clusterfl.papers.p2.cells import SeedResult, aligned_importance
+from clusterfl.papers.p2.report.cells import SeedResult, aligned_importance
 from clusterfl.reports.figures import pyplot, save_figure
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.papers.p2.cells import Measure, SeedResult
-from clusterfl.papers.p2.tables import PaperRef, apart_heading, paper_matched
+from clusterfl.papers.p2.report.cells import Measure, SeedResult
+from clusterfl.papers.p2.report.tables import PaperRef, apart_heading, paper_matched
 from clusterfl.reports.tables import markdown_table, mean_std
 
 

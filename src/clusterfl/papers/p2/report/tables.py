@@ -18,7 +18,7 @@ import numpy as np
 
 from clusterfl.clustering import match_centers
 from clusterfl.metrics import MIXTURE_MAE
-from clusterfl.papers.p2.cells import SeedResult, cell_measure, center_table, matched_order
+from clusterfl.papers.p2.report.cells import SeedResult, cell_measure, center_table, matched_order
 from clusterfl.reports.tables import markdown_table, mean_std
 
 

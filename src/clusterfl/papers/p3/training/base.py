@@ -30,9 +30,9 @@ from clusterfl.engine.base import Params
 from clusterfl.loop import FederatedAlgorithm, View
 from clusterfl.models import init_params
 from clusterfl.options import require
-from clusterfl.papers.p3.context import P3Context, build_context
-from clusterfl.papers.p3.model import HEAD
-from clusterfl.papers.p3.steps import (
+from clusterfl.papers.p3.training.context import P3Context, build_context
+from clusterfl.papers.p3.training.model import HEAD
+from clusterfl.papers.p3.training.steps import (
     held_out_data,
     holdout_positions,
     modality_seed,

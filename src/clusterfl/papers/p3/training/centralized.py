@@ -10,7 +10,7 @@ round it sees a third of the samples the federation sees); it is scored on the p
 samples, the same samples and weighting as the federated methods' per-modality accuracy.
 """
 
-from clusterfl.papers.p3.mmfl import MmFL
+from clusterfl.papers.p3.training.mmfl import MmFL
 
 
 class Centralized(MmFL):

@@ -23,8 +23,8 @@ Standalone (one client alone) and the centralized baseline are `standalone.py` a
 
 from clusterfl.aggregation import broadcast
 from clusterfl.engine.base import Params
-from clusterfl.papers.p3.base import ModalityAlgorithm
-from clusterfl.papers.p3.steps import server_step
+from clusterfl.papers.p3.training.base import ModalityAlgorithm
+from clusterfl.papers.p3.training.steps import server_step
 
 
 class MmFL(ModalityAlgorithm):

@@ -6,7 +6,7 @@ selects its own, with one it trains at that rate) and has no server step.
 """
 
 from clusterfl.engine.base import Params
-from clusterfl.papers.p3.base import ModalityAlgorithm
+from clusterfl.papers.p3.training.base import ModalityAlgorithm
 
 
 class Standalone(ModalityAlgorithm):

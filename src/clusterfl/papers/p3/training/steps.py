@@ -18,7 +18,7 @@ import torch
 from clusterfl.aggregation import weighted_average
 from clusterfl.engine import BatchPlan, ClientData
 from clusterfl.engine.base import Params
-from clusterfl.papers.p3.model import HEAD
+from clusterfl.papers.p3.training.model import HEAD
 
 
 def modality_seed(seed: int, modality: int) -> int:

@@ -3,7 +3,7 @@
 import re
 from pathlib import Path
 
-from clusterfl.papers.p4.evaluator import OPTIMUM_ERROR
+from clusterfl.papers.p4.training.evaluator import OPTIMUM_ERROR
 from clusterfl.reports.runs import read_cell
 
 # experiment name -> (sweep, value); s = 1 / tau = 1 points are the Fig. 1 experiments

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.papers.p4.evaluator import OPTIMUM_ERROR
+from clusterfl.papers.p4.training.evaluator import OPTIMUM_ERROR
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
 

@@ -12,8 +12,8 @@ import torch
 
 from clusterfl.loop import View
 from clusterfl.options import require
-from clusterfl.papers.p4.linear import LinearProblem, StepHyper
-from clusterfl.papers.p4.rounds import IfcaState, ifca_initial_state, ifca_round
+from clusterfl.papers.p4.training.linear import LinearProblem, StepHyper
+from clusterfl.papers.p4.training.rounds import IfcaState, ifca_initial_state, ifca_round
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,8 @@ import torch
 
 from clusterfl.loop import FederatedAlgorithm, GroundTruth, RunContext, View
 from clusterfl.options import require
-from clusterfl.papers.p4.momentum import LinearClients, LocalUpdate, stack_clients
-from clusterfl.papers.p4.rounds import Clustering, MomentumState, initial_state
+from clusterfl.papers.p4.training.momentum import LinearClients, LocalUpdate, stack_clients
+from clusterfl.papers.p4.training.rounds import Clustering, MomentumState, initial_state
 from clusterfl.partition.views import client_data
 
 

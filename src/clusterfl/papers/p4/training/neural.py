@@ -45,8 +45,8 @@ from clusterfl.clustering import flatten, unflatten
 from clusterfl.engine.base import Params, Prox
 from clusterfl.engine.rules import GradOracle, add_penalty_grads_
 from clusterfl.options import require
-from clusterfl.papers.p4.momentum import momentum_alpha, update_momentum
-from clusterfl.papers.p4.rounds import Clustering
+from clusterfl.papers.p4.training.momentum import momentum_alpha, update_momentum
+from clusterfl.papers.p4.training.rounds import Clustering
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ and the (true) cluster per round."""
 
 import torch
 
-from clusterfl.papers.p4.linear import MomentumAlgorithm
-from clusterfl.papers.p4.rounds import oracle_round
+from clusterfl.papers.p4.training.linear import MomentumAlgorithm
+from clusterfl.papers.p4.training.rounds import oracle_round
 
 
 class Oracle(MomentumAlgorithm):

@@ -5,8 +5,8 @@ per-client estimates are `View.centers` ([N, d])."""
 
 import torch
 
-from clusterfl.papers.p4.linear import ClusterHyper, MomentumAlgorithm
-from clusterfl.papers.p4.rounds import pdl_tc_round
+from clusterfl.papers.p4.training.linear import ClusterHyper, MomentumAlgorithm
+from clusterfl.papers.p4.training.rounds import pdl_tc_round
 
 
 class PdlTc(MomentumAlgorithm):

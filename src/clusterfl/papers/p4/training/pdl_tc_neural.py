@@ -10,8 +10,8 @@ It forms no clusters, so it records no assignment and no ARI; accuracy as PFL-TC
 
 import torch
 
-from clusterfl.papers.p4.neural import NeuralMomentum
-from clusterfl.papers.p4.rounds import pdl_tc_estimates
+from clusterfl.papers.p4.training.neural import NeuralMomentum
+from clusterfl.papers.p4.training.rounds import pdl_tc_estimates
 
 
 class PdlTcNeural(NeuralMomentum):

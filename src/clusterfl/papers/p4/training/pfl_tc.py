@@ -6,8 +6,8 @@ cluster per round (`cluster_recovery`), the K centers as `View.centers`."""
 
 import torch
 
-from clusterfl.papers.p4.linear import ClusterHyper, MomentumAlgorithm
-from clusterfl.papers.p4.rounds import pfl_tc_round
+from clusterfl.papers.p4.training.linear import ClusterHyper, MomentumAlgorithm
+from clusterfl.papers.p4.training.rounds import pfl_tc_round
 
 
 class PflTc(MomentumAlgorithm):

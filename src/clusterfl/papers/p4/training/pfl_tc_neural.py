@@ -12,8 +12,8 @@ assignment (ARI/NMI against the true clusters by `cluster_recovery`).
 
 import torch
 
-from clusterfl.papers.p4.neural import NeuralMomentum
-from clusterfl.papers.p4.rounds import pfl_tc_server
+from clusterfl.papers.p4.training.neural import NeuralMomentum
+from clusterfl.papers.p4.training.rounds import pfl_tc_server
 
 
 class PflTcNeural(NeuralMomentum):

@@ -44,14 +44,14 @@ import torch
 from torch import Tensor
 
 from clusterfl.options import require
-from clusterfl.papers.p4.momentum import (
+from clusterfl.papers.p4.training.momentum import (
     LinearClients,
     LocalUpdate,
     cluster_losses,
     local_direction,
     update_momentum,
 )
-from clusterfl.papers.p4.threshold import (
+from clusterfl.papers.p4.training.threshold import (
     ThresholdRule,
     assign,
     kmeans_pp,

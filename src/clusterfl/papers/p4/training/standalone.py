@@ -4,8 +4,8 @@ error only (no clusters)."""
 
 import torch
 
-from clusterfl.papers.p4.linear import MomentumAlgorithm
-from clusterfl.papers.p4.rounds import standalone_round
+from clusterfl.papers.p4.training.linear import MomentumAlgorithm
+from clusterfl.papers.p4.training.rounds import standalone_round
 
 
 class Standalone(MomentumAlgorithm):

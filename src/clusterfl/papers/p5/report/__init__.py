@@ -13,9 +13,9 @@
 import pandas as pd
 
 from clusterfl.papers import ReportInput, ReportOutput
-from clusterfl.papers.p5.claims import Verdict, check
-from clusterfl.papers.p5.figures import clustering_figure, convergence_figure
-from clusterfl.papers.p5.metrics import (
+from clusterfl.papers.p5.report.claims import Verdict, check
+from clusterfl.papers.p5.report.figures import clustering_figure, convergence_figure
+from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
     CLUSTERING_ARI,
     CLUSTERING_NMI,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from clusterfl.metrics import Metric
-from clusterfl.papers.p5.metrics import (
+from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
     CLUSTERING_ARI,
     CLUSTERING_NMI,

@@ -12,11 +12,15 @@ import numpy as np
 import torch
 
 from clusterfl.data.synthetic import FedcNmfOptions, fedc_nmf
-from clusterfl.papers.p5.clients import Federation, reference_fedcgds_uploads, reference_h_steps
-from clusterfl.papers.p5.context import central_x
-from clusterfl.papers.p5.fedcgds import FedCGdsState, fedcgds_init, fedcgds_round
-from clusterfl.papers.p5.kmeans import kmeans_pp
-from clusterfl.papers.p5.onmf import (
+from clusterfl.papers.p5.training.clients import (
+    Federation,
+    reference_fedcgds_uploads,
+    reference_h_steps,
+)
+from clusterfl.papers.p5.training.context import central_x
+from clusterfl.papers.p5.training.fedcgds import FedCGdsState, fedcgds_init, fedcgds_round
+from clusterfl.papers.p5.training.kmeans import kmeans_pp
+from clusterfl.papers.p5.training.onmf import (
     NU,
     SncpSchedule,
     WBounds,
@@ -26,7 +30,7 @@ from clusterfl.papers.p5.onmf import (
     lipschitz_w,
     w_step,
 )
-from clusterfl.papers.p5.sncp import (
+from clusterfl.papers.p5.training.sncp import (
     CentralState,
     central_parts,
     continuation,

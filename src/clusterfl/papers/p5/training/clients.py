@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.papers.p5.onmf import NU, RHO, grad_w, h_step, h_step_gram
+from clusterfl.papers.p5.training.onmf import NU, RHO, grad_w, h_step, h_step_gram
 
 
 @dataclass(frozen=True)

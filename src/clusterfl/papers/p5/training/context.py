@@ -19,8 +19,8 @@ import torch
 
 from clusterfl.errors import UserError
 from clusterfl.loop import FederatedAlgorithm, RunContext
-from clusterfl.papers.p5.clients import Federation
-from clusterfl.papers.p5.onmf import ObjectiveParts, WBounds
+from clusterfl.papers.p5.training.clients import Federation
+from clusterfl.papers.p5.training.onmf import ObjectiveParts, WBounds
 from clusterfl.partition.views import gather
 
 

@@ -13,14 +13,14 @@ from typing import Any
 
 from clusterfl.evaluators import EVALUATORS
 from clusterfl.loop import View
-from clusterfl.papers.p5.context import P5Context, objective_from_statistics
-from clusterfl.papers.p5.metrics import (
+from clusterfl.papers.p5.training.context import P5Context, objective_from_statistics
+from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
     CLUSTERING_ARI,
     CLUSTERING_NMI,
     OBJECTIVE,
 )
-from clusterfl.papers.p5.onmf import clustering_scores, labels_from_h
+from clusterfl.papers.p5.training.onmf import clustering_scores, labels_from_h
 
 CLUSTERING, OBJECTIVE_EVALUATOR = "p5_clustering", "p5_objective"
 

@@ -32,8 +32,13 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.papers.p5.clients import Federation, client_statistics, fedcavg_w_steps, h_steps
-from clusterfl.papers.p5.onmf import (
+from clusterfl.papers.p5.training.clients import (
+    Federation,
+    client_statistics,
+    fedcavg_w_steps,
+    h_steps,
+)
+from clusterfl.papers.p5.training.onmf import (
     NU,
     WBounds,
     fedcavg_upload,

@@ -25,8 +25,20 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.papers.p5.clients import Federation, client_statistics, fedcgds_uploads, h_steps
-from clusterfl.papers.p5.onmf import NU, WBounds, fedcgds_upload, lipschitz_h, lipschitz_w, w_step
+from clusterfl.papers.p5.training.clients import (
+    Federation,
+    client_statistics,
+    fedcgds_uploads,
+    h_steps,
+)
+from clusterfl.papers.p5.training.onmf import (
+    NU,
+    WBounds,
+    fedcgds_upload,
+    lipschitz_h,
+    lipschitz_w,
+    w_step,
+)
 
 
 @dataclass(frozen=True)

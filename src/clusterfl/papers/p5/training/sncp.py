@@ -37,8 +37,8 @@ from typing import Protocol, TypeVar
 import numpy as np
 import torch
 
-from clusterfl.papers.p5.context import objective_from_statistics
-from clusterfl.papers.p5.onmf import (
+from clusterfl.papers.p5.training.context import objective_from_statistics
+from clusterfl.papers.p5.training.onmf import (
     NU,
     ObjectiveParts,
     SncpSchedule,

@@ -1,12 +1,12 @@
 """P5's algorithms on the shared round loop (`clusterfl.loop.FederatedAlgorithm`), one file
-each, thin over the pure round functions of `clusterfl.papers.p5`; importing this package
+each, thin over the pure round functions of `clusterfl.papers.p5.training`; importing this package
 registers them (`clusterfl.algorithms.ALGORITHMS`)."""
 
 from clusterfl.algorithms import ALGORITHMS
-from clusterfl.papers.p5.methods.central import CentralSncp
-from clusterfl.papers.p5.methods.fedcavg import FedCAvg
-from clusterfl.papers.p5.methods.fedcgds import FedCGds
-from clusterfl.papers.p5.methods.kmeanspp import KMeansPP
+from clusterfl.papers.p5.training.methods.central import CentralSncp
+from clusterfl.papers.p5.training.methods.fedcavg import FedCAvg
+from clusterfl.papers.p5.training.methods.fedcgds import FedCGds
+from clusterfl.papers.p5.training.methods.kmeanspp import KMeansPP
 
 METHODS = {"p5_sncp": CentralSncp, "p5_fedcavg": FedCAvg, "p5_fedcgds": FedCGds,
            "p5_kmeanspp": KMeansPP}

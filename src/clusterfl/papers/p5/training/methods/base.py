@@ -25,12 +25,18 @@ import torch
 
 from clusterfl.loop import FederatedAlgorithm, View
 from clusterfl.options import require
-from clusterfl.papers.p5.context import P5Context, build_context, objective_from_statistics
-from clusterfl.papers.p5.evaluators import CLUSTERING, OBJECTIVE_EVALUATOR
-from clusterfl.papers.p5.metrics import CONVERGED, RHO, UPLOAD_FLOATS, UPLOAD_TOTAL
-from clusterfl.papers.p5.onmf import NU, ObjectiveParts, SncpSchedule, next_rho, relative_change
-from clusterfl.papers.p5.onmf import RHO as RHO0
-from clusterfl.papers.p5.sncp import initial_point
+from clusterfl.papers.p5.training.context import P5Context, build_context, objective_from_statistics
+from clusterfl.papers.p5.training.evaluators import CLUSTERING, OBJECTIVE_EVALUATOR
+from clusterfl.papers.p5.training.metrics import CONVERGED, RHO, UPLOAD_FLOATS, UPLOAD_TOTAL
+from clusterfl.papers.p5.training.onmf import (
+    NU,
+    ObjectiveParts,
+    SncpSchedule,
+    next_rho,
+    relative_change,
+)
+from clusterfl.papers.p5.training.onmf import RHO as RHO0
+from clusterfl.papers.p5.training.sncp import initial_point
 
 INIT_STREAM = 5  # the common initial point's generator: default_rng([INIT_STREAM, seed])
 

@@ -10,9 +10,14 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.options import require
-from clusterfl.papers.p5.context import central_x
-from clusterfl.papers.p5.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
-from clusterfl.papers.p5.sncp import SNCP_H_STEPS, SNCP_W_STEPS, CentralState, palm_iteration
+from clusterfl.papers.p5.training.context import central_x
+from clusterfl.papers.p5.training.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
+from clusterfl.papers.p5.training.sncp import (
+    SNCP_H_STEPS,
+    SNCP_W_STEPS,
+    CentralState,
+    palm_iteration,
+)
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.options import require
-from clusterfl.papers.p5.fedcgds import fedcgds_init, fedcgds_round, sample_clients
-from clusterfl.papers.p5.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
+from clusterfl.papers.p5.training.fedcgds import fedcgds_init, fedcgds_round, sample_clients
+from clusterfl.papers.p5.training.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import torch
 
 from clusterfl.metrics import KMEANS_SECONDS
 from clusterfl.options import require
-from clusterfl.papers.p5.context import P5Context, central_x
-from clusterfl.papers.p5.kmeans import kmeans_pp
-from clusterfl.papers.p5.methods.base import P5Algorithm, Snapshot
+from clusterfl.papers.p5.training.context import P5Context, central_x
+from clusterfl.papers.p5.training.kmeans import kmeans_pp
+from clusterfl.papers.p5.training.methods.base import P5Algorithm, Snapshot
 
 
 @dataclass(frozen=True)
