@@ -13,9 +13,10 @@ reflect the distribution of input data"):
 Beside them, `majority`: the mean over clients of the share of a client's samples in its most
 frequent class, the accuracy a personalized model reaches by predicting that class alone.
 
-k-means here is scikit-learn's k-means++ with `n_init` restarts and k = the number of true
-clusters, on the flattened vectors, so that a low ARI means "not visible", not "unlucky
-seeding". Everything is a pure function of the params, the dataset options and the seed.
+k-means here is scikit-learn's k-means++ (`clusterfl.clustering.kmeans_plusplus`) with
+`n_init` restarts and k = the number of true clusters, on the flattened vectors, so that a
+low ARI means "not visible", not "unlucky seeding". Everything is a pure function of the
+params, the dataset options and the seed.
 """
 
 import dataclasses
@@ -25,9 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.cluster import KMeans
 
-from clusterfl.clustering import flatten
+from clusterfl.clustering import flatten, kmeans_plusplus
 from clusterfl.config import Params, mapping, read_yaml
 from clusterfl.data import build_dataset
 from clusterfl.errors import UserError, check_keys
@@ -44,8 +44,7 @@ VIEWS = ("input", "input_level", "local_R", "local_T", "pfedkm_theta", "pfedkm_a
 def kmeans_ari(points: np.ndarray, truth: np.ndarray, seed: int, n_init: int = 10) -> float:
     """ARI of k-means (k = number of true clusters) on the rows of `points` against `truth`."""
     k = len(np.unique(truth))
-    labels = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit_predict(
-        np.asarray(points, dtype=np.float64))
+    labels = kmeans_plusplus(np.asarray(points, dtype=np.float64), k, seed, n_init).labels
     return adjusted_rand(truth, labels)
 
 
