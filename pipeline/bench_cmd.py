@@ -125,7 +125,7 @@ def fedc(
     and centralized SNCP vs scikit-learn KMeans (time, accuracy). Defaults: the paper's
     synthetic size (P=100, M=2000, N=10000, K=20, Q1=Q2=100)."""
     from clusterfl.engine import configure_threads
-    from clusterfl.papers.p5.bench import bench_fedcgds_round
+    from clusterfl.papers.p5.tools.bench import bench_fedcgds_round
 
     configure_threads(threads)
     result = bench_fedcgds_round(clients=clients, features=features, samples=samples,

@@ -3,9 +3,9 @@
 Thin: read the suite's params, call the paper's pure functions, write a CSV and a Markdown
 table (all or nothing) under results/<suite>/diagnostics/, where the suite's report reads them.
 - `p1-model-space`: k-means ARI of P1's true synthetic clusters on inputs, local models and
-  pFedKM's personalized models (`clusterfl.papers.p1.model_space`, its `model_space.yaml`).
+  pFedKM's personalized models (`clusterfl.papers.p1.tools.model_space`, its `model_space.yaml`).
 - `p2-draws`: P2's off-diagonal MSE against the distance D of the two drawn parameter
-  vectors, over dataset seeds (`clusterfl.papers.p2.draws`).
+  vectors, over dataset seeds (`clusterfl.papers.p2.tools.draws`).
 """
 
 from collections.abc import Callable
@@ -74,11 +74,11 @@ def p1_model_space(
     out: OutOpt = None,
 ) -> None:
     """k-means ARI of P1's synthetic clusters on inputs, local and pFedKM models."""
-    from clusterfl.papers.p1 import model_space as ms
+    from clusterfl.papers.p1.tools import model_space as ms
     from pipeline.common import SuitePaths
 
     p = _params(params, suite)
-    cfg = ms.load_config(config or Path(ms.__file__).with_name("model_space.yaml"))
+    cfg = ms.load_config(config or ms.CONFIG)
     frame = ms.table(p, cfg.variants, seed or list(cfg.seeds), rounds or cfg.rounds,
                      cfg.clustered)
     text = (f"k-means ARI against P1's three true clusters, mean ± std over seeds "
@@ -106,7 +106,7 @@ def p2_draws(
     """P2's off-diagonal MSE against D = ||theta_0 - theta_1||^2 over parameter draws."""
     import pandas as pd
 
-    from clusterfl.papers.p2 import draws as dr
+    from clusterfl.papers.p2.tools import draws as dr
     from pipeline.common import SuitePaths
 
     if draws < 2:

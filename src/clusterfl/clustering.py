@@ -1,8 +1,11 @@
 """Server-side clustering steps: small pure functions on stacked parameters `[C, ...]`.
 
 - `flatten`: stacked models -> one row per model (what k-means sees).
-- `kmeans`: pFedKM's clustering of the uploaded local models, scikit-learn's k-means with
-  k-means++ seeding (Arthur & Vassilvitskii 2007), seeded from an explicit generator.
+- `kmeans_plusplus`: scikit-learn's k-means with k-means++ seeding (Arthur & Vassilvitskii
+  2007) from an integer seed, the one k-means call behind `kmeans`, P5's K-means++ baseline
+  and P1's model-space diagnostic (P4's Threshold-Clustering seeds by hand, in torch).
+- `kmeans`: pFedKM's clustering of the uploaded local models, `kmeans_plusplus` seeded from
+  an explicit generator (`draw_seed`), k capped at the number of distinct rows.
 - `cluster_average`: the mean model of each cluster (P1's P^{t+1}: column j holds 1/|C_j| for
   the members of C_j; IFCA weights by samples instead); empty clusters keep their old model.
 - `align_to`: relabel new clusters to the old models they are closest to (Hungarian
@@ -47,6 +50,21 @@ class KMeansResult:
     seconds: float
 
 
+def draw_seed(rng: np.random.Generator) -> int:
+    """scikit-learn's `random_state` for one k-means call: one draw of `rng` in [0, 2^31 - 1)."""
+    return int(rng.integers(2**31 - 1))
+
+
+def kmeans_plusplus(points: np.ndarray, k: int, seed: int, n_init: int = 1) -> KMeansResult:
+    """scikit-learn's Lloyd k-means with k-means++ seeding on the rows of `points`, as given
+    (no cap on `k`, no dtype change); `seconds` is the fit's wall-clock time."""
+    start = time.perf_counter()
+    model = KMeans(n_clusters=k, init="k-means++", n_init=n_init, random_state=seed)
+    labels = model.fit_predict(points)
+    seconds = time.perf_counter() - start
+    return KMeansResult(labels.astype(np.int64), int(model.n_iter_), seconds)
+
+
 def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 1) -> KMeansResult:
     """Lloyd's k-means with k-means++ seeding on the rows of `points` (float64).
 
@@ -55,12 +73,7 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 1
     """
     distinct = len(np.unique(points, axis=0))
     k = max(1, min(k, distinct))
-    seed = int(rng.integers(2**31 - 1))
-    start = time.perf_counter()
-    model = KMeans(n_clusters=k, init="k-means++", n_init=n_init, random_state=seed)
-    labels = model.fit_predict(points)
-    seconds = time.perf_counter() - start
-    return KMeansResult(labels.astype(np.int64), int(model.n_iter_), seconds)
+    return kmeans_plusplus(points, k, draw_seed(rng), n_init)
 
 
 def cluster_average(

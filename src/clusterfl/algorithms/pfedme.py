@@ -33,7 +33,7 @@ Switches for the official code's choices (paper's reading by default):
 - "reporting the best round": the official plots report the best round's accuracy
   (plot_utils.py:72-77, the mean over runs of each run's max); every run here records the
   last and best round, and P1's report adds the mean of the last 10 rounds
-  (`papers/p1/protocol.py`), so this is not a switch.
+  (`papers/p1/report/protocol.py`), so this is not a switch.
 
 Every round the view's `extras` carry the other models for the `model_views` evaluator
 (P1's reported-protocol table): "theta", "local_w" (w_{i,R}), "global" (the server's average

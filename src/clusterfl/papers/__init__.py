@@ -7,8 +7,11 @@ shared registries (algorithms, evaluators, metrics, data sources). Its directory
 - `params.yaml`: `experiments`, `algorithms`, `presets` (named training blocks), and any
   `datasets` / `partitions` it adds to the shared catalogue in the root `params.yaml`;
 - `references.yaml`: the paper's numbers, read by its report;
-- the report code named by `Paper.report` ("module:function", imported by the report stage
-  only, so that training never imports plotting code).
+- `training/`: every module training imports (never report code, matplotlib or another
+  paper), so that a train cell depends on `__init__.py` and `training/` only;
+- `report/`: the report code named by `Paper.report` ("module:function", `report/__init__.py`'s
+  `build`, imported by the report stage only, so that training never imports plotting code);
+- `tools/` (some papers): code run by `clusterfl diagnose` / `clusterfl bench`, by no stage.
 Adding a paper is a new package and one line in `BUILTIN`; nothing else is edited.
 """
 

@@ -1,9 +1,9 @@
-"""The benchmark's leaderboard, ranks and upload cost (`papers/benchmark/tables.py`)."""
+"""The benchmark's leaderboard, ranks and upload cost (`papers/benchmark/report/tables.py`)."""
 
 import numpy as np
 import pandas as pd
 
-from clusterfl.papers.benchmark.tables import (
+from clusterfl.papers.benchmark.report.tables import (
     leaderboard,
     leaderboard_markdown,
     ranks,

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from clusterfl.config import load_params
 from clusterfl.errors import UserError
-from clusterfl.papers.p1 import model_space as ms
+from clusterfl.papers.p1.tools import model_space as ms
 from clusterfl.partition.base import Partition
 from pipeline.cli import app
 

@@ -5,7 +5,7 @@ import yaml
 
 from clusterfl.papers import ReportInput, load_papers
 from clusterfl.papers.p1.report import build
-from clusterfl.papers.p1.sensitivity import value_at
+from clusterfl.papers.p1.report.sensitivity import value_at
 from tests.reports.histories import StandInSuite, declare_primary, write_accuracy_run
 
 SWEEP = {"two": {"title": "personal lr", "variable": "personal lr",

@@ -8,7 +8,7 @@ import pandas as pd
 
 from clusterfl.config import load_params
 from clusterfl.data import build_dataset
-from clusterfl.papers.p2 import draws as dr
+from clusterfl.papers.p2.tools import draws as dr
 
 ROOT = Path(__file__).resolve().parents[3]
 PAPER_1090 = [[68.4, 29.5], [21.8, 58.6]]  # references.yaml p2_synth_1090

@@ -11,10 +11,11 @@ import yaml
 
 from clusterfl.clustering import match_centers
 from clusterfl.history import RunHistory
-from clusterfl.papers.p2 import PAPER, sweeps
-from clusterfl.papers.p2 import cells as p2
-from clusterfl.papers.p2 import figures as figures_p2
-from clusterfl.papers.p2 import tables as t2
+from clusterfl.papers.p2 import PAPER
+from clusterfl.papers.p2.report import cells as p2
+from clusterfl.papers.p2.report import figures as figures_p2
+from clusterfl.papers.p2.report import sweeps
+from clusterfl.papers.p2.report import tables as t2
 from clusterfl.reports import results, runs
 from tests.papers.p2.histories import write_soft_run
 

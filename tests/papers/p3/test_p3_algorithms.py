@@ -13,13 +13,13 @@ from clusterfl.algorithms import FedAvg, NeuralContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvgHyper
 from clusterfl.engine import ClientData, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.engine.losses import sample_loss
-from clusterfl.papers.p3.base import P3Hyper
-from clusterfl.papers.p3.context import Modality, P3Context
-from clusterfl.papers.p3.evaluator import ModalityEvaluator
-from clusterfl.papers.p3.mmfl import MmFL
-from clusterfl.papers.p3.model import P3Net, P3NetOptions
-from clusterfl.papers.p3.standalone import Standalone
-from clusterfl.papers.p3.steps import holdout_positions, modality_seed, restrict_plan
+from clusterfl.papers.p3.training.base import P3Hyper
+from clusterfl.papers.p3.training.context import Modality, P3Context
+from clusterfl.papers.p3.training.evaluator import ModalityEvaluator
+from clusterfl.papers.p3.training.mmfl import MmFL
+from clusterfl.papers.p3.training.model import P3Net, P3NetOptions
+from clusterfl.papers.p3.training.standalone import Standalone
+from clusterfl.papers.p3.training.steps import holdout_positions, modality_seed, restrict_plan
 
 SCHEDULE = Schedule(rounds=3, lr=0.1, local_steps=3, batch_size=4)
 

@@ -8,7 +8,7 @@ from clusterfl.algorithms import Schedule
 from clusterfl.config import Experiment
 from clusterfl.data.dataset import Dataset
 from clusterfl.errors import UserError
-from clusterfl.papers.p3.context import build_context
+from clusterfl.papers.p3.training.context import build_context
 from clusterfl.partition import build_partition
 from clusterfl.runner import SeedInputs
 

@@ -88,7 +88,7 @@ def test_paper_numbers_beside_the_papers_data(tmp_path: Path) -> None:
 
 
 def test_verdict_marks_only_the_gaps_that_decide() -> None:
-    from clusterfl.papers.p3.claims import _verdict
+    from clusterfl.papers.p3.report.claims import _verdict
 
     assert _verdict([(-10.0, 1.0, False), (0.5, 1.0, True)]) == "does not hold"
     assert _verdict([(-0.5, 1.0, True), (3.0, 1.0, False)]) == "does not hold (within noise)"
@@ -127,7 +127,7 @@ def test_table1_shape_one_row_per_method_and_modality_a_column_pair_per_loss(tmp
 
 
 def test_no_claims_table_without_the_claims_methods() -> None:
-    from clusterfl.papers.p3.claims import claims_section
+    from clusterfl.papers.p3.report.claims import claims_section
 
     finals = {"mmfl_lr0_01": {"test_acc": [0.5], "test_acc_a": [0.5]}}
     assert claims_section(finals, ["a"], {}, "e") == [

@@ -4,7 +4,7 @@ import numpy as np
 import torch
 
 from clusterfl.engine import BatchPlan, ClientData
-from clusterfl.papers.p3.steps import (
+from clusterfl.papers.p3.training.steps import (
     held_out_data,
     holdout_positions,
     modality_seed,

@@ -10,9 +10,9 @@ import torch
 from clusterfl.data.synthetic import ThresholdRegressionOptions, threshold_regression
 from clusterfl.loop import GroundTruth, View
 from clusterfl.papers.p4 import IfcaLinear, OptimumError, Oracle, PdlTc, PflTc, Standalone
-from clusterfl.papers.p4.ifca_linear import IfcaHyper
-from clusterfl.papers.p4.linear import ClusterHyper, StepHyper, linear_context
-from clusterfl.papers.p4.rounds import (
+from clusterfl.papers.p4.training.ifca_linear import IfcaHyper
+from clusterfl.papers.p4.training.linear import ClusterHyper, StepHyper, linear_context
+from clusterfl.papers.p4.training.rounds import (
     ifca_initial_state,
     ifca_round,
     initial_state,

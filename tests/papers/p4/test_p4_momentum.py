@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from clusterfl.papers.p4.momentum import (
+from clusterfl.papers.p4.training.momentum import (
     LinearClients,
     LocalUpdate,
     client_losses,

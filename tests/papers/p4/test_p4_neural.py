@@ -13,8 +13,8 @@ from clusterfl.clustering import flatten, unflatten
 from clusterfl.data.dataset import Dataset
 from clusterfl.engine import ENGINES, ClientData
 from clusterfl.models import build_model
-from clusterfl.papers.p4.cluster_fedavg import ClusterFedAvgHyper
-from clusterfl.papers.p4.neural import NeuralMomentumHyper
+from clusterfl.papers.p4.training.cluster_fedavg import ClusterFedAvgHyper
+from clusterfl.papers.p4.training.neural import NeuralMomentumHyper
 from clusterfl.partition.clustered import RotationOptions, rotation
 
 

@@ -7,8 +7,8 @@ import torch
 from sklearn.metrics import adjusted_rand_score
 
 from clusterfl.data.synthetic import ThresholdRegressionOptions, threshold_regression
-from clusterfl.papers.p4.momentum import LinearClients, LocalUpdate, stack_clients
-from clusterfl.papers.p4.rounds import (
+from clusterfl.papers.p4.training.momentum import LinearClients, LocalUpdate, stack_clients
+from clusterfl.papers.p4.training.rounds import (
     Clustering,
     IfcaState,
     MomentumState,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.papers.p4.threshold import (
+from clusterfl.papers.p4.training.threshold import (
     ThresholdRule,
     assign,
     kmeans_pp,
@@ -99,7 +99,7 @@ def test_kmeans_pp_finds_separated_clusters() -> None:
 def test_large_inputs_take_the_matrix_product_form_with_the_same_result(monkeypatch):
     """Above STEP_ELEMENTS, Eq. (1) is (inside @ points + outside count x v) / N: the same
     centers as the literal [K, N, d] form up to rounding."""
-    from clusterfl.papers.p4 import threshold
+    from clusterfl.papers.p4.training import threshold
 
     gen = torch.Generator().manual_seed(0)
     points = torch.randn(30, 50, generator=gen, dtype=torch.float64)

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from clusterfl.data.synthetic import FedcNmfOptions, fedc_nmf
-from clusterfl.papers.p5 import onmf
-from clusterfl.papers.p5.clients import Federation
-from clusterfl.papers.p5.fedcavg import FedCAvgState, fedcavg_round, local_w_steps
-from clusterfl.papers.p5.fedcgds import fedcgds_init, fedcgds_round, sample_clients
-from clusterfl.papers.p5.kmeans import kmeans_pp
-from clusterfl.papers.p5.sncp import (
+from clusterfl.papers.p5.training import onmf
+from clusterfl.papers.p5.training.clients import Federation
+from clusterfl.papers.p5.training.fedcavg import FedCAvgState, fedcavg_round, local_w_steps
+from clusterfl.papers.p5.training.fedcgds import fedcgds_init, fedcgds_round, sample_clients
+from clusterfl.papers.p5.training.kmeans import kmeans_pp
+from clusterfl.papers.p5.training.sncp import (
     SNCP_H_STEPS,
     SNCP_W_STEPS,
     CentralState,

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.papers.p5 import clients
-from clusterfl.papers.p5.clients import Federation
+from clusterfl.papers.p5.training import clients
+from clusterfl.papers.p5.training.clients import Federation
 
 SIZES = (3, 7, 1, 5)  # ragged on purpose
 M, K = 6, 3

@@ -9,15 +9,20 @@ import torch
 
 from clusterfl.loop import RunContext, View
 from clusterfl.papers import load_papers
-from clusterfl.papers.p5 import onmf
-from clusterfl.papers.p5.context import central_x, federation_context
-from clusterfl.papers.p5.evaluators import OnmfObjective, SampleClustering
-from clusterfl.papers.p5.fedcavg import FedCAvgState, fedcavg_round
-from clusterfl.papers.p5.fedcgds import fedcgds_init, fedcgds_round, sample_clients
-from clusterfl.papers.p5.kmeans import kmeans_pp
-from clusterfl.papers.p5.methods import CentralSncp, FedCAvg, FedCGds, KMeansPP
-from clusterfl.papers.p5.methods.base import INIT_STREAM
-from clusterfl.papers.p5.sncp import CentralState, continuation, initial_point, sncp_iteration
+from clusterfl.papers.p5.training import onmf
+from clusterfl.papers.p5.training.context import central_x, federation_context
+from clusterfl.papers.p5.training.evaluators import OnmfObjective, SampleClustering
+from clusterfl.papers.p5.training.fedcavg import FedCAvgState, fedcavg_round
+from clusterfl.papers.p5.training.fedcgds import fedcgds_init, fedcgds_round, sample_clients
+from clusterfl.papers.p5.training.kmeans import kmeans_pp
+from clusterfl.papers.p5.training.methods import CentralSncp, FedCAvg, FedCGds, KMeansPP
+from clusterfl.papers.p5.training.methods.base import INIT_STREAM
+from clusterfl.papers.p5.training.sncp import (
+    CentralState,
+    continuation,
+    initial_point,
+    sncp_iteration,
+)
 
 load_papers()  # registers P5's algorithms, evaluators and metrics
 M, K, SIZES, SEED = 6, 3, (5, 2, 7, 4), 3

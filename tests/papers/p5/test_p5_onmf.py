@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.papers.p5 import onmf
+from clusterfl.papers.p5.training import onmf
 
 T = torch.float64
 

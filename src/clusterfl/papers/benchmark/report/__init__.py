@@ -1,0 +1,189 @@
+"""The benchmark's report section: the picks, the leaderboard (rows algorithms, columns
+schemes, personalized test accuracy in the last round, mean ± std over seeds, rank per
+scheme and average rank) and its heatmap, cluster recovery (ARI) and cost (seconds per round,
+numbers uploaded per round). Reads the cells' histories, their timings and the tune stage's
+picks.json files; numbers come from `tables` (pure, tested)."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from clusterfl.data import load_dataset
+from clusterfl.metrics import ARI, METRICS, ROUND_SECONDS, TEST_ACC, metric
+from clusterfl.models import build_model
+from clusterfl.papers import ReportInput, ReportOutput
+from clusterfl.papers.benchmark.report.tables import (
+    leaderboard,
+    leaderboard_markdown,
+    ranks,
+    uploads_per_round,
+)
+from clusterfl.partition import load_partition
+from clusterfl.reports.figures import pyplot, save_figure
+from clusterfl.reports.runs import read_cell
+from clusterfl.tuning import cluster_field
+
+INTRO = """Personalized test accuracy (%): the model each client uses, on its own test split, \
+weighted by test samples, in the last round; mean ± std over seeds {seeds}, (rank in the \
+scheme); **bold**: the best of the scheme. Each cell trained with the lr (and K) picked on \
+the validation split (picks below; protocol: docs/benchmark.md).
+"""
+
+
+def build(report: ReportInput) -> ReportOutput:
+    cells = report.cells
+    algorithms = list(dict.fromkeys(a for _, a in cells))
+    schemes = list(dict.fromkeys(e for e, _ in cells))
+    titles = {e: e.removeprefix("bm_") for e in schemes}
+    histories = {(e, a): read_cell(report.results, e, a) for e, a in cells}
+    picks = {(e, a): _picks(report.results, e, a) for e, a in cells}
+    rows = pd.DataFrame([
+        {"experiment": e, "algorithm": a, "seed": h.seed,
+         "value": TEST_ACC.scale * h.records[-1][TEST_ACC.name]}
+        for (e, a), seeds in histories.items() for h in seeds])
+    mean, std = leaderboard(rows, algorithms, schemes)
+    ranked = ranks(mean)
+    seeds = sorted({h.seed for seeds in histories.values() for h in seeds})
+    board = leaderboard_markdown(mean, std, ranked, titles)
+    keys = "\n".join(f"- `{titles[e]}`: {report.params.experiment(e).title}" for e in schemes)
+    picks_table = _picks_table(picks)
+    recovery = _recovery(histories, algorithms, schemes)
+    cost = _cost(report, histories, picks)
+    figure = report.figures / "benchmark_heatmap.png"
+    _heatmap(mean, titles, figure)
+    rows.to_csv(report.tables / "benchmark_seeds.csv", index=False)
+    board_csv = mean.round(4).add_suffix("_mean").join(std.round(4).add_suffix("_std"))
+    board_csv.join(ranked.add_prefix("rank_")).to_csv(report.tables / "benchmark_leaderboard.csv")
+    picks_table.to_csv(report.tables / "benchmark_picks.csv", index=False)
+    recovery.to_csv(report.tables / "benchmark_recovery.csv")
+    cost.to_csv(report.tables / "benchmark_cost.csv", index=False)
+    markdown = "\n".join([
+        "## Leaderboard", "", INTRO.format(seeds=seeds), board, "Schemes:", "", keys, "",
+        "![heatmap](../figures/benchmark_heatmap.png)", "",
+        "## Picks (validation split)", "",
+        "The grid point each cell was trained with, its validation score (last round, "
+        "tuning seeds), and whether the picked lr is the smallest or largest offered.", "",
+        _markdown(picks_table), "",
+        "## Cluster recovery", "",
+        "ARI of each client's cluster against the true clusters in the last round, mean ± "
+        "std over seeds (schemes with true clusters, algorithms with an assignment).", "",
+        _markdown(recovery.reset_index()) if len(recovery) else "No cell recorded an ARI.",
+        "", "## Cost", "",
+        "Seconds of training per round (mean over rounds and seeds; selection and "
+        "evaluation excluded; on this machine, beside whatever else ran) and numbers "
+        "uploaded per round by all participating clients (`tables.UPLOADS`). FedAvg+FT's "
+        "fine-tuning runs at evaluation, so its seconds are FedAvg's.", "",
+        _markdown(cost), ""])
+    metrics = {e: {a: {"rank": float(ranked.loc[a, e])} for a in algorithms
+                   if not np.isnan(ranked.loc[a, e])} for e in schemes}
+    return ReportOutput(markdown=markdown, metrics=metrics, figures=[figure])
+
+
+def _picks(results: Path, experiment: str, algorithm: str) -> dict[str, Any] | None:
+    path = results / "tuning" / experiment / algorithm / "picks.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _picks_table(picks: dict[tuple[str, str], dict[str, Any] | None]) -> pd.DataFrame:
+    rows = []
+    for (e, a), p in picks.items():
+        if p is None:
+            rows.append({"scheme": e, "algorithm": a, "picked": "(no picks: params' values)"})
+            continue
+        best = next(g for g in p["grid"] if all(g[k] == v for k, v in p["picked"].items()))
+        lrs = [g["lr"] for g in p["grid"]]
+        edge = len(set(lrs)) > 1 and p["picked"]["lr"] in (min(lrs), max(lrs))
+        rows.append({"scheme": e.removeprefix("bm_"), "algorithm": a,
+                     "picked": ", ".join(f"{k}={v:g}" for k, v in p["picked"].items()),
+                     "validation": _shown(p["metric"], best["score"]),
+                     "grid points": len(p["grid"]), "lr at grid edge": "yes" if edge else ""})
+    return pd.DataFrame(rows)
+
+
+def _recovery(histories: dict[tuple[str, str], list[Any]], algorithms: list[str],
+              schemes: list[str]) -> pd.DataFrame:
+    table: dict[str, dict[str, str]] = {}
+    for (e, a), seeds in histories.items():
+        values = [h.records[-1][ARI.name] for h in seeds if ARI.name in h.records[-1]]
+        if values:
+            table.setdefault(a, {})[e] = f"{np.mean(values):.3f} ± {np.std(values):.3f}"
+    order = [a for a in algorithms if a in table]
+    columns = [e for e in schemes if any(e in table[a] for a in order)]
+    frame = pd.DataFrame(table).T.reindex(index=order, columns=columns).fillna("–")
+    frame.index.name = "algorithm"
+    return frame.rename(columns=lambda e: e.removeprefix("bm_"))
+
+
+def _cost(report: ReportInput, histories: dict[tuple[str, str], list[Any]],
+          picks: dict[tuple[str, str], dict[str, Any] | None]) -> pd.DataFrame:
+    rows, sizes = [], {}
+    for (e, a), seeds in histories.items():
+        exp = report.params.experiment(e)
+        alg = report.params.algorithm(a, experiment=e)
+        if exp.partition not in sizes:
+            sizes[exp.partition] = _sizes(report, exp, seeds[0].seed)
+        params, clients = sizes[exp.partition]
+        field = cluster_field(alg.hyper)
+        picked = (picks[(e, a)] or {}).get("picked", {})
+        k = int(picked.get(field, getattr(alg.hyper, field))) if field else 1
+        seconds = [r[ROUND_SECONDS.name] for h in seeds for r in h.records
+                   if ROUND_SECONDS.name in r]
+        uploaded = uploads_per_round(alg.method, params, k, getattr(alg.hyper, "tau", 1),
+                                     exp.schedule.clients_per_round or clients)
+        rows.append({"algorithm": a, "scheme": e,
+                     "seconds/round": round(float(np.mean(seconds)), 4) if seconds else None,
+                     "uploaded/round": None if uploaded is None else round(uploaded)})
+    frame = pd.DataFrame(rows)
+    return frame.groupby("algorithm", sort=False).agg(
+        {"seconds/round": "mean", "uploaded/round": "max"}).round(4).reset_index()
+
+
+def _sizes(report: ReportInput, exp: Any, seed: int) -> tuple[int, int]:
+    """(the model's number of parameters, the partition's number of clients)."""
+    partition = load_partition(report.partitions / exp.partition / f"seed{seed}.npz")
+    dataset_name = report.params.partition(exp.partition)["dataset"]
+    dataset = load_dataset(report.partitions.parent / "raw" / dataset_name / "dataset.npz")
+    model = build_model(exp.model, dataset.feature_shape, dataset.num_classes,
+                        exp.model_options)
+    return sum(p.numel() for p in model.parameters()), partition.num_clients
+
+
+def _heatmap(mean: pd.DataFrame, titles: dict[str, str], path: Path) -> None:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(1.1 * len(mean.columns) + 2, 0.5 * len(mean.index) + 1.5))
+    image = ax.imshow(mean.to_numpy(dtype=float), cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(mean.columns)), [titles[c] for c in mean.columns], rotation=30,
+                  ha="right")
+    ax.set_yticks(range(len(mean.index)), list(mean.index))
+    best = mean.max(axis=0)
+    for i, alg in enumerate(mean.index):
+        for j, col in enumerate(mean.columns):
+            value = mean.loc[alg, col]
+            if not np.isnan(value):
+                mark = "*" if value == best[col] else ""
+                ax.text(j, i, f"{value:.1f}{mark}", ha="center", va="center", fontsize=8,
+                        color="white" if value < np.nanmean(mean.to_numpy()) else "black")
+    fig.colorbar(image, ax=ax, label="personalized test accuracy (%)")
+    save_figure(fig, path, "Personalized test accuracy, last round (* best)")
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "(none)"
+    header = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join("–" if _missing(v) else str(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _shown(name: str, value: float) -> str:
+    """A metric as the tables show it: percent metrics x100."""
+    return f"{100 * value:.2f}%" if name in METRICS and metric(name).percent else f"{value:.4g}"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))

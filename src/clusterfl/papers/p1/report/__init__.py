@@ -1,0 +1,100 @@
+"""P1's (pFedKM) section of the suite report: Table 2's layout (algorithms as rows,
+experiments as columns, ours beside the paper's number) and, per experiment, Figs. 1-5's
+shapes (test accuracy and training loss, clustering diagnostics, the assignment map); the
+reported-protocol table (`protocol.py`) and, where the suite ran them, the sensitivity
+sweeps (`sensitivity.py`, references.yaml `p1_sweeps`)."""
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from clusterfl.metrics import TEST_ACC
+from clusterfl.papers import ReportInput, ReportOutput
+from clusterfl.papers.p1.report.protocol import protocol_markdown, protocol_rows
+from clusterfl.papers.p1.report.sensitivity import (
+    best_labels,
+    sensitivity_figure,
+    sweep_frame,
+    sweep_markdown,
+)
+from clusterfl.reports.diagnostics import diagnostic_section
+from clusterfl.reports.figures import experiment_figures
+from clusterfl.reports.results import paper_layout, summary_table
+from clusterfl.reports.runs import by_experiment, seed_rows
+from clusterfl.reports.sweeps import sweep_values
+
+INTRO = """Table 2's shape: {label}, last round, mean ± std over seeds; the paper's number in \
+brackets (references.yaml, where the paper reports the cell).
+"""
+PROTOCOL = """### Reported protocol: which model, which round
+
+Each pFedMe/pFedKM cell's models on the clients' test splits (`model_views`): θ_i is what \
+the paper's Algorithm 1 outputs (our Table 2); the official pFedMe code's "personalized" \
+accuracy is the local w_i after local training at its best round (`algorithms/pfedme.py`, \
+`evaluated_model: local`). A cell without these models (IFCA, FedAvg, Local) has one row, \
+its own evaluated model. Mean ± std over seeds; "r" is the mean best round.
+"""
+SENSITIVITY = """### Sensitivity: what P1 does not state
+
+Each hyperparameter swept alone around the paper's settings; the accuracy (%) of θ_i (or \
+of the model a sweep names) on a validation split of the clients' training data (the test \
+split unused), mean ± std over seeds; the best value per algorithm in bold.
+"""
+THETA_VALIDATION = "θ_i accuracy (%), validation split"
+
+
+def build(report: ReportInput) -> ReportOutput:
+    sweeps = report.references.get("p1_sweeps") or {}
+    swept = {v.experiment for sweep in sweeps.values() for v in sweep_values(sweep)}
+    table2 = [(exp, alg) for exp, alg in report.cells if exp not in swept]
+    rows = [row for exp, alg in table2 for row in seed_rows(report.results, exp, alg)]
+    parts = [INTRO.format(label=TEST_ACC.label)]
+    if rows:
+        table = summary_table(pd.DataFrame(rows), report.references)
+        # Table 2 reports test accuracy; a cell scored otherwise is in the suite's results table
+        accuracy = table[table["metric"] == TEST_ACC.name]
+        if len(accuracy):
+            parts.append(paper_layout(accuracy))
+    protocol = [row for exp, alg in table2 for row in protocol_rows(report.results, exp, alg)]
+    if protocol:
+        parts += [PROTOCOL, protocol_markdown(protocol)]
+    written = [path for exp, algs in by_experiment(table2).items()
+               for path in experiment_figures(report.results, exp, algs,
+                                              report.params.experiment(exp).title,
+                                              report.figures)]
+    parts += diagnostic_section(report.results, "p1_model_space",
+                                "Where the synthetic clusters are visible (k-means ARI)",
+                                f"clusterfl diagnose p1-model-space --suite {report.params.suite}")
+    text, figures, metrics = sensitivity_section(report, sweeps)
+    return ReportOutput(markdown="\n".join(parts + text), figures=written + figures,
+                        metrics=metrics)
+
+
+def sensitivity_section(report: ReportInput, sweeps: dict[str, Any]
+                        ) -> tuple[list[str], list[Path], dict[str, Any]]:
+    """A figure and a table per sweep with results; metrics.json's `p1_sensitivity`."""
+    cells = set(report.cells)
+    parts: list[str] = []
+    figures: list[Path] = []
+    metrics: dict[str, Any] = {}
+    for name, sweep in sweeps.items():
+        frame = sweep_frame(report.results, sweep, cells)
+        if frame.empty:
+            continue
+        best = best_labels(frame)
+        path = report.figures / f"p1_sensitivity_{name}.png"
+        sensitivity_figure(frame, sweep["variable"], sweep.get("ylabel", THETA_VALIDATION),
+                           f"P1 sensitivity: {sweep['title']}", path)
+        figures.append(path)
+        model = f"Model: {sweep['ylabel']}.\n\n" if "ylabel" in sweep else ""  # P1's own key
+        parts += [f"#### {sweep['title']}\n",
+                  model + sweep_markdown(frame, sweep["variable"], best),
+                  f"Figure: `figures/{path.name}`.\n"]
+        means = frame.groupby(["algorithm", "label"], sort=False)["value"].mean()
+        metrics[name] = {"best": best, "values": {
+            alg: {label: round(float(v), 4) for (a, label), v in means.items() if a == alg}
+            for alg in best}}
+    if parts:
+        parts.insert(0, SENSITIVITY)
+    return parts, figures, ({"p1_sensitivity": metrics} if metrics else {})

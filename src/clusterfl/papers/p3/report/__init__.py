@@ -1,0 +1,138 @@
+"""P3's (mmFL) section of the suite report. First Table 1's shape for every setup run under
+several losses (`table1`: dataset x method x modality rows, loss and accuracy per loss
+function, the paper's numbers in rows of their own where the data is the paper's, none for a
+stand-in). Then per experiment: every method's final test loss and accuracy per modality (the
+paper's numbers for that loss beside where it has them), Figs. 2-5's shapes, the
+distribution of the selected rates, and the four Sec. 3.2 claims with our numbers
+(`claims`). Runs are read from history.json (`test_acc_<modality>` etc., written by the
+`p3_modalities` evaluator; `selected_lr` arrays by the algorithms)."""
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clusterfl.engine.losses import LOSSES
+from clusterfl.papers import ReportInput, ReportOutput
+from clusterfl.papers.p3.report.claims import FIXED, claims_section
+from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
+from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
+from clusterfl.reports.runs import by_experiment, read_cell
+from clusterfl.reports.tables import markdown_table, mean_std
+
+META = ("mmfl", "unimodal_meta_fl")
+
+
+def read_experiment(results: Path, exp: str, algs: list[str]) -> tuple[
+        dict[str, dict[str, np.ndarray]], dict[str, np.ndarray], list[str]]:
+    """(curves: alg -> metric -> [seeds, rounds], selected rates: alg -> [seeds, rounds,
+    clients], modality names) of one experiment's cells."""
+    curves, selected, modalities = {}, {}, []
+    for alg in algs:
+        seeds = read_cell(results, exp, alg)
+        if not seeds:
+            continue
+        keys = [k for k in seeds[0].records[0] if k.startswith(("test_acc", "test_loss"))]
+        curves[alg] = {k: np.array([[r[k] for r in s.records] for s in seeds]) for k in keys}
+        modalities = modalities or [k.removeprefix("test_acc_") for k in keys
+                                    if k.startswith("test_acc_")]
+        if "selected_lr" in seeds[0].arrays and alg in META:
+            selected[alg] = np.array([s.arrays["selected_lr"] for s in seeds])
+    return curves, selected, modalities
+
+
+def experiment_table(finals: Mapping[str, Mapping[str, list[float]]], modalities: list[str],
+                     paper: Mapping[tuple[str, str], list[float]]) -> list[str]:
+    """One experiment's every method: final test loss and accuracy per modality, and the
+    paper's [loss, accuracy] for this loss function beside where `paper` has the row."""
+    header = ["method", "modality", "loss", "accuracy (%)"]
+    if paper:
+        header += ["paper loss", "paper accuracy (%)"]
+    rows = []
+    for alg, f in finals.items():
+        for m in modalities:
+            row = [alg, m, mean_std(f[f"test_loss_{m}"], 4),
+                   mean_std([100 * v for v in f[f"test_acc_{m}"]], 2)]
+            if paper:
+                ref = paper.get((alg, m))
+                row += [f"{ref[0]:.4f}", f"{ref[1]:.2f}"] if ref else ["–", "–"]
+            rows.append(row)
+    return markdown_table(header, rows)
+
+
+def draw_figures(curves: Any, finals: Any, selected: Any, modalities: list[str], title: str,
+                 out: Path, exp: str) -> list[Path]:
+    """Figs. 2-5's shapes and the selected rates, those with runs to draw; the files."""
+    acc = [f"test_acc_{m}" for m in modalities]
+    path = {name: out / f"{exp}_{name}.png" for name in ("fig2", "fig3", "fig4", "fig5",
+                                                           "rates")}
+    drawn = {
+        "fig2": curves_figure(curves, ["standalone", "unimodal_fl"], acc,
+                              f"Fig. 2 shape, {title}: standalone vs FL", path["fig2"]),
+        "fig3": curves_figure(curves, [*FIXED, "mmfl"], ["test_acc"],
+                              f"Fig. 3 shape, {title}: fixed rates vs meta", path["fig3"]),
+        "fig4": bars_figure(finals, ["unimodal_meta_fl", "mmfl"], acc,
+                            f"Fig. 4 shape, {title}: unimodal meta-FL vs mmFL", path["fig4"]),
+        "fig5": bars_figure(finals, list(finals), ["test_acc", *acc],
+                            f"Fig. 5 shape, {title}: all methods", path["fig5"]),
+        "rates": rates_figure(selected, f"Selected rates, {title}", path["rates"]),
+    }
+    return [path[name] for name, done in drawn.items() if done]
+
+
+def paper_rows(refs: Mapping[str, Any], group: Mapping[str, str]
+               ) -> tuple[dict[tuple[str, str], dict[str, list[float]]], str | None]:
+    """(algorithm, modality) -> loss -> [loss, accuracy %] of the paper's Table 1 for a loss
+    group (references.yaml `table1`, keyed by any of the group's experiments), and its
+    source; empty and None for a stand-in."""
+    ref = next((refs[e] for e in group.values() if e in refs), None)
+    if ref is None:
+        return {}, None
+    rows = {(r["algorithm"], r["modality"]): {k: v for k, v in r.items() if k in LOSSES}
+            for r in ref.get("rows", [])}
+    return rows, str(ref["source"])
+
+
+def build(report: ReportInput) -> ReportOutput:
+    parts: list[str] = []
+    figures: list[Path] = []
+    metrics: dict[str, Any] = {}
+    refs = report.references.get("table1") or {}
+    read = {}
+    for exp, algs in by_experiment(report.cells).items():
+        curves, selected, modalities = read_experiment(report.results, exp, algs)
+        if curves:
+            finals = {a: {k: v[:, -1].tolist() for k, v in c.items()} for a, c in curves.items()}
+            read[exp] = (curves, selected, modalities, finals)
+    groups = loss_groups([report.params.experiment(e) for e in read])
+    for group in groups:  # Table 1's shape: one setup under several losses
+        if len(group) < 2:
+            continue
+        first = next(iter(group.values()))
+        paper, source = paper_rows(refs, group)
+        kind = (f"the paper's data; the paper's numbers ({source}) in the rows 'paper'"
+                if source else "a stand-in dataset: no paper numbers beside it")
+        parts += [f"### Table 1's shape: {report.params.experiment(first).title}", "",
+                  f"Final round, test split, mean ± std over seeds; experiments "
+                  f"{', '.join(f'{LOSS_TITLES[k]}: `{e}`' for k, e in group.items())} "
+                  f"({kind}):", "",
+                  *table1({k: read[e][3] for k, e in group.items()}, read[first][2], paper),
+                  ""]
+    for exp, (curves, selected, modalities, finals) in read.items():
+        experiment = report.params.experiment(exp)
+        loss = loss_of(experiment)
+        group = next(g for g in groups if g.get(loss) == exp)
+        paper, source = paper_rows(refs, group)
+        kind = (f"the paper's data; paper numbers from {source} ({LOSS_TITLES[loss]})"
+                if source else "a stand-in dataset: no paper numbers beside it")
+        parts += [f"### {experiment.title}", "", f"Final round, {LOSS_TITLES[loss]} loss, "
+                  f"mean ± std over seeds ({kind}):", "",
+                  *experiment_table(finals, modalities,
+                                    {k: v[loss] for k, v in paper.items() if loss in v}), ""]
+        figures += draw_figures(curves, finals, selected, modalities, experiment.title,
+                                report.figures, exp)
+        parts += ["", *claims_section(finals, modalities, report.references, exp), ""]
+        metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
+                    for a, f in finals.items()}
+    return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)

@@ -1,0 +1,30 @@
+"""The `optimum_error` evaluator, P4 Sec. 4's metric (1/N) sum_i ||x_i - x*_{k(i)}||^2 of the
+personal models (`View.client_models["x"]`) against the true optima of the clients' true
+clusters (`GroundTruth.extras["optima"]`, `GroundTruth.cluster`). Every round, not only at T
+(the paper plots the loss over rounds in Fig. 1)."""
+
+from typing import Any
+
+import torch
+
+from clusterfl.loop import View
+from clusterfl.metrics import Metric, register
+from clusterfl.papers.p4.training.rounds import model_error
+
+OPTIMUM_ERROR = register(Metric("optimum_error", "error (1/N) Σ ‖x_i − x*_k(i)‖²", True))
+
+
+class OptimumError:
+    primary = OPTIMUM_ERROR.name
+
+    def __init__(self, ctx: Any) -> None:
+        self.optima = torch.as_tensor(ctx.truth.extras["optima"], dtype=torch.float64)
+        self.cluster = torch.as_tensor(ctx.truth.cluster, dtype=torch.int64)
+
+    def evaluate(self, view: View) -> dict[str, float]:
+        assert view.client_models is not None
+        params = view.client_models["x"].to(torch.float64)
+        return {OPTIMUM_ERROR.name: float(model_error(params, self.optima, self.cluster))}
+
+    def arrays(self, view: View) -> dict[str, list[Any]]:
+        return {}

@@ -1,0 +1,121 @@
+"""What P4's algorithm classes share: the stacked least-squares clients of Sec. 4 as a run
+context, the hyperparameters, and the base class that keeps the clients' personal models.
+
+Readings (the numerical ones are in `momentum`, `threshold` and `rounds`):
+- Sec. 4 trains on "agent i's samples" and scores parameters, not predictions, so a client
+  trains on *all* its samples: the partition's train and test indices joined (the catalogue's
+  `natural` scheme always holds out a test share; without the join a client of Fig. 1 would
+  have 7 of its n = 9 samples).
+- The true optima x*_k are the dataset's `extras["optima"]` ([K, d], row k = cluster k, as
+  `threshold_regression` labels its clusters); they go to `GroundTruth.extras["optima"]`,
+  read only by the `optimum_error` evaluator.
+- `init_scale` s: x_{i,0} ~ N(0, s^2 I) (Sec. 4: s = 1). The paper's "less sensitive to the
+  model's initial weights" names no scale; our sweep is s in {1, 10, 100}.
+- One "round" of the loop is one round t of Algorithms 2-3 (one momentum, one server step).
+"""
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import torch
+
+from clusterfl.loop import FederatedAlgorithm, GroundTruth, RunContext, View
+from clusterfl.options import require
+from clusterfl.papers.p4.training.momentum import LinearClients, LocalUpdate, stack_clients
+from clusterfl.papers.p4.training.rounds import Clustering, MomentumState, initial_state
+from clusterfl.partition.views import client_data
+
+
+@dataclass(frozen=True)
+class StepHyper(LocalUpdate):
+    """Client side (`momentum.LocalUpdate`) and the initial models' scale."""
+
+    init_scale: float = 1.0
+
+    def validate(self, key: str) -> None:
+        require(self.option in (1, 2), f"{key}.option", "must be 1 or 2")
+        require(self.init_scale >= 0, f"{key}.init_scale", "must be >= 0")
+        super().validate(key)
+
+    @property
+    def update(self) -> LocalUpdate:
+        """The client-side settings alone, as the pure round functions take them."""
+        return LocalUpdate(**{f.name: getattr(self, f.name) for f in fields(LocalUpdate)})
+
+
+@dataclass(frozen=True)
+class ClusterHyper(StepHyper, Clustering):
+    """PFL-TC / PDL-TC: the client side plus Threshold-Clustering's settings (`Clustering`)."""
+
+    def validate(self, key: str) -> None:
+        super().validate(key)  # the client side (StepHyper, LocalUpdate)
+        require(self.init in ("previous", "kmeans++"), f"{key}.init",
+                "must be 'previous' or 'kmeans++'")
+        Clustering.validate(self, key)
+
+    @property
+    def clustering(self) -> Clustering:
+        """The clustering settings alone, as the pure round functions take them."""
+        return Clustering(**{f.name: getattr(self, f.name) for f in fields(Clustering)})
+
+
+@dataclass
+class LinearContext(RunContext):
+    """The run's clients as stacked tensors, and the true clusters as a tensor."""
+
+    data: LinearClients | None = None
+    cluster: torch.Tensor | None = None  # [N] int64
+
+
+def linear_context(run: Any) -> LinearContext:
+    """`FederatedAlgorithm.make_context` plus every client's samples (train + test joined)
+    and the true optima in `truth.extras`."""
+    base = FederatedAlgorithm.make_context(run)
+    dataset, partition = run.dataset, run.partition
+    xs, ys = [], []
+    for k in range(partition.num_clients):
+        parts = [client_data(dataset, partition, k, split) for split in ("train", "test")]
+        xs.append(np.concatenate([p[0] for p in parts]).astype(np.float64))
+        ys.append(np.concatenate([p[1] for p in parts]).astype(np.float64))
+    offsets = np.cumsum([0] + [len(y) for y in ys])
+    indices = [np.arange(offsets[i], offsets[i + 1]) for i in range(len(ys))]
+    data = stack_clients(np.concatenate(xs), np.concatenate(ys), indices)
+    truth = GroundTruth(cluster=base.truth.cluster, mixture=base.truth.mixture,
+                        extras={"optima": np.asarray(dataset.extras["optima"], np.float64)})
+    cluster = torch.as_tensor(np.asarray(partition.cluster), dtype=torch.int64)
+    fields = {k: v for k, v in vars(base).items() if k != "truth"}
+    return LinearContext(**fields, truth=truth, data=data, cluster=cluster)
+
+
+class LinearProblem(FederatedAlgorithm):
+    """An algorithm over the stacked least-squares clients (`LinearContext`)."""
+
+    @classmethod
+    def make_context(cls, run: Any) -> LinearContext:
+        return linear_context(run)
+
+    @property
+    def data(self) -> LinearClients:
+        assert self.ctx.data is not None
+        return self.ctx.data
+
+
+class MomentumAlgorithm(LinearProblem):
+    """Base of PFL-TC, PDL-TC, the oracle and Standalone: personal models x_i [N, d] and
+    momentums, one `MomentumState`, stepped by a pure round function of `rounds`."""
+
+    Hyper = StepHyper
+    state: MomentumState
+
+    def setup(self) -> None:
+        self.state = initial_state(self.num_clients, self.data.dimension, self.generator,
+                                   scale=self.hyper.init_scale)
+
+    def view(self) -> View:
+        centers = None if self.state.centers is None else {"x": self.state.centers}
+        return View(client_models={"x": self.state.params}, centers=centers,
+                    assignment=self.state.assignment)
+
+    def default_evaluators(self) -> list[str]:
+        return ["optimum_error", "cluster_recovery"]

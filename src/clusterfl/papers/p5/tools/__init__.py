@@ -1,0 +1,2 @@
+"""P5 code run by `clusterfl bench` outside the DVC stages (no stage imports it): `bench`,
+one FedCGds round batched against a per-client loop, SNCP against KMeans."""
