@@ -75,6 +75,20 @@ def graph(root: Path, packages: Iterable[str] = PACKAGES) -> dict[str, Module]:
     return modules
 
 
+def function_imports(modules: dict[str, Module], module: str, function: str) -> set[str]:
+    """The project modules that function `function` of `module` imports in its body (a CLI
+    command's stage, imported only when that command runs)."""
+    known = set(modules)
+    tree = ast.parse(modules[module].path.read_text())
+    body = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)
+                 and node.name == function), None)
+    if body is None:
+        raise KeyError(f"{module} has no function {function!r}")
+    scratch = Module(module, modules[module].path)
+    _edges(ast.Module(body=body.body, type_ignores=[]), scratch, known)
+    return scratch.top | scratch.lazy
+
+
 def closure(modules: dict[str, Module], starts: Iterable[str], lazy: bool = True) -> set[str]:
     """The modules that importing `starts` (and, with `lazy`, calling their functions) can
     run, parents' `__init__` included."""

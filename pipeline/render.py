@@ -19,7 +19,7 @@ import yaml
 
 from clusterfl.config import Params, load_params, read_yaml, suite_chain, suite_root
 from clusterfl.errors import UserError
-from pipeline.imports import closure, graph
+from pipeline.imports import closure, function_imports, graph
 
 HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the import graph: do not\n"
           "# edit. Change the suite's params file or pipeline/render.py, then run\n"
@@ -44,8 +44,11 @@ class Code:
         self.root = root
         self.modules = graph(root)
 
-    def reach(self, starts: Iterable[str]) -> set[str]:
-        return closure(self.modules, [*starts]) | closure(self.modules, [CLI], lazy=False)
+    def reach(self, command: str, also: Iterable[str] = ()) -> set[str]:
+        """What `clusterfl <command>` can import: the CLI module, the command's own imports
+        and what they import in turn, and `also` (modules it loads by name: papers)."""
+        starts = [*function_imports(self.modules, CLI, command), *also]
+        return closure(self.modules, starts) | closure(self.modules, [CLI], lazy=False)
 
     def paths(self, names: set[str]) -> list[str]:
         files = {self.modules[n].path.resolve() for n in names}
@@ -87,15 +90,19 @@ def _paper_code(params: Params, key: str, code: Code) -> tuple[str, str]:
     return init, str(Path(init).parent / "training")
 
 
-def _params(chain: list[tuple[Path, dict[str, Any]]], keys: list[str], root: Path
-            ) -> list[dict[str, list[str]]]:
-    """`keys` of the suite block, tracked in each file of the chain that sets them."""
-    out = []
+def _params(chain: list[tuple[Path, dict[str, Any]]], keys: list[str], root: Path,
+            catalogue: Iterable[str] = ()) -> list[dict[str, list[str]]]:
+    """`keys` of the suite block, tracked in each file of the chain that sets them, and
+    `catalogue` keys of the root params.yaml; one entry per file."""
+    files: dict[str, list[str]] = {}
     for path, block in chain:
         present = [f"suite.{k}" for k in keys if k in block]
         if present:
-            out.append({path.resolve().relative_to(root.resolve()).as_posix(): present})
-    return out
+            files.setdefault(path.resolve().relative_to(root.resolve()).as_posix(),
+                             []).extend(present)
+    if catalogue:
+        files.setdefault("params.yaml", []).extend(catalogue)
+    return [{path: names} for path, names in files.items()]
 
 
 def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
@@ -106,7 +113,7 @@ def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
     data = f"data/{name}"
     papers = {c.paper for c in params.cells}
     paper_code = {key: _paper_code(params, key, code) for key in sorted(papers)}
-    train_code = code.paths({m for m in code.reach(["pipeline.train"])
+    train_code = code.paths({m for m in code.reach("train")
                              if not m.startswith("clusterfl.papers.")})
     cells = {c.name: {"paper": c.paper, "experiment": c.experiment, "algorithm": c.algorithm,
                       "init": paper_code[c.paper][0], "training": paper_code[c.paper][1],
@@ -122,16 +129,15 @@ def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["download"] = {"foreach": params.suite_datasets, "do": {
         "wdir": wdir_text, "cmd": f"clusterfl download ${{item}} --suite {name}",
-        "params": [{"params.yaml": ["datasets.${item}"]},
-                   *_params(chain, ["dataset_options"], root)],
-        "deps": code.paths(code.reach(["pipeline.download"])),
+        "params": _params(chain, ["dataset_options"], root, ["datasets.${item}"]),
+        "deps": code.paths(code.reach("download")),
         "outs": [f"{data}/raw/${{item}}"]}}
     out["partition"] = {"foreach": {p: {"dataset": params.partition(p)["dataset"]}
                                     for p in params.suite_partitions}, "do": {
         "wdir": wdir_text, "cmd": f"clusterfl partition ${{key}} --suite {name}",
-        "params": [*_params(chain, ["seeds", "partition_options"], root),
-                   {"params.yaml": ["partitions.${key}"]}],
-        "deps": [*code.paths(code.reach(["pipeline.partition"])),
+        "params": _params(chain, ["seeds", "partition_options"], root,
+                          ["partitions.${key}"]),
+        "deps": [*code.paths(code.reach("partition")),
                  f"{data}/raw/${{item.dataset}}"],
         "outs": [f"{data}/partitions/${{key}}"]}}
     train_cmd = f"clusterfl train ${{item.experiment}} ${{item.algorithm}} --suite {name}"
@@ -142,7 +148,7 @@ def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
             "wdir": wdir_text, "cmd": f"clusterfl tune ${{item.experiment}} "
             f"${{item.algorithm}} --suite {name} --device auto",
             "params": [*_params(chain, ["tuning", "training"], root), *cell_params],
-            "deps": [*code.paths({m for m in code.reach(["pipeline.tune"])
+            "deps": [*code.paths({m for m in code.reach("tune")
                                   if not m.startswith("clusterfl.papers.")}),
                      *cell_deps[len(train_code):]],
             "outs": [picks]}}
@@ -150,19 +156,21 @@ def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
     if cells:
         out["train"] = {"foreach": cells, "do": {
             "wdir": wdir_text, "cmd": train_cmd,
-            "params": [*_params(chain, ["seeds", "training"], root), *cell_params,
-                       {"params.yaml": ["tracking"]}],
+            "params": [*_params(chain, ["seeds", "training"], root, ["tracking"]),
+                       *cell_params],
             "deps": [*cell_deps, *([picks] if tuned else [])],
             "outs": [f"results/{name}/${{item.experiment}}/${{item.algorithm}}"]}}
     reports = f"reports/{name}"
     report_modules = [m for key in sorted(papers)
                       if (m := (params.paper(key).report or "").partition(":")[0])]
-    references = [f"{Path(p).parent.as_posix()}/references.yaml" for p, _ in paper_code.values()
-                  if (root / Path(p).parent / "references.yaml").exists()]
+    report_code = code.paths(code.reach("report", report_modules))
+    references = [ref for init, _ in paper_code.values()  # data the reports read
+                  if (root / (ref := f"{Path(init).parent.as_posix()}/references.yaml")).exists()
+                  and not any(ref.startswith(f"{dep}/") for dep in report_code)]
     out["report"] = {
         "wdir": wdir_text, "cmd": f"clusterfl report --suite {name}",
         "params": _params(chain, ["grid"], root) or [{"params.yaml": ["tracking"]}],
-        "deps": [*code.paths(code.reach(["pipeline.report", *report_modules])), *references,
+        "deps": [*report_code, *references,
                  *(f"results/{name}/{c.experiment}/{c.algorithm}" for c in params.cells),
                  f"{data}/partitions"],
         "outs": [f"{reports}/tables", f"{reports}/figures", f"{reports}/curves",
