@@ -120,7 +120,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return mapping(raw, str(path))
 
 
-class Params:
+class SuiteConfig:
     """A suite with the catalogue and the papers it uses. Construction validates it all."""
 
     def __init__(self, suite_file: Path, raw: Mapping[str, Any],
@@ -381,7 +381,7 @@ class Params:
         return every
 
 
-def load_params(path: Path = Path("params.yaml")) -> Params:
+def load_params(path: Path = Path("params.yaml")) -> SuiteConfig:
     """Read and validate suite file `path` (with the catalogue at its `suite.root`, unless
     it holds `datasets`/`partitions` itself, as a copy of the root params.yaml does)."""
     raw = read_yaml(path)
@@ -389,8 +389,8 @@ def load_params(path: Path = Path("params.yaml")) -> Params:
     root = (path.parent / str(suite.get("root", "."))).resolve()
     catalogue_path = root / "params.yaml"
     if catalogue_path.resolve() == path.resolve() or {"datasets", "partitions"} & set(raw):
-        return Params(path, raw)  # the root file, or a copy of it: its own catalogue
-    return Params(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path))
+        return SuiteConfig(path, raw)  # the root file, or a copy of it: its own catalogue
+    return SuiteConfig(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path))
 
 
 def _fields(cls: type) -> list[str]:

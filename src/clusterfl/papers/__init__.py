@@ -8,15 +8,16 @@ shared registries (algorithms, evaluators, metrics, data sources). Its directory
   `datasets` / `partitions` it adds to the shared catalogue in the root `params.yaml`;
 - `references.yaml`: the paper's numbers, read by its report;
 - the report code named by `Paper.report` ("module:function", imported by the report stage
-  only, so that training never imports plotting code).
+  only, so that training never imports plotting code); what it takes and returns is defined
+  in `clusterfl.reports.section`, since it names the suite's config, which reads this
+  registry.
 Adding a paper is a new package and one line in `BUILTIN`; nothing else is edited.
 """
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from clusterfl.errors import UserError
 
@@ -29,7 +30,9 @@ class Paper:
     key: str  # the `paper:` of a suite's cells, e.g. "p1"
     title: str
     directory: Path  # holds params.yaml and references.yaml
-    report: str | None = None  # "module:function" taking ReportInput, returning ReportOutput
+    # "module:function" taking a `clusterfl.reports.section.ReportInput`, returning a
+    # `ReportOutput` (`clusterfl.reports.section.section_builder` imports it)
+    report: str | None = None
 
     @property
     def params_file(self) -> Path:
@@ -38,35 +41,6 @@ class Paper:
     @property
     def references_file(self) -> Path:
         return self.directory / "references.yaml"
-
-    def report_function(self) -> Callable[["ReportInput"], "ReportOutput"] | None:
-        if self.report is None:
-            return None
-        module, _, name = self.report.partition(":")
-        return getattr(importlib.import_module(module), name)
-
-
-@dataclass(frozen=True)
-class ReportInput:
-    """What a paper's report function is given by the report stage."""
-
-    params: Any  # the suite's validated params (clusterfl.config.Params)
-    paper: Paper
-    cells: list[tuple[str, str]]  # (experiment, algorithm) of this paper with results
-    results: Path  # results/<suite>: a cell's seeds are <results>/<exp>/<alg>/seed<k>/
-    partitions: Path  # data/<suite>/partitions: <partitions>/<name>/seed<k>.npz
-    references: Mapping[str, Any]  # the paper's references.yaml
-    tables: Path  # the directory its tables go to (Markdown, CSV)
-    figures: Path  # the directory its figures go to (PNG)
-
-
-@dataclass
-class ReportOutput:
-    """A paper's section of the suite's report."""
-
-    markdown: str  # tables (and figure links) as Markdown, under the paper's heading
-    metrics: dict[str, Any] = field(default_factory=dict)  # merged into metrics.json
-    figures: list[Path] = field(default_factory=list)  # files written under `figures`
 
 
 def load_papers(modules: Iterable[str] = BUILTIN) -> dict[str, Paper]:
