@@ -62,6 +62,7 @@ def test_graph_reads_every_kind_of_import(tmp_path: Path) -> None:
 
 
 def test_engine_stays_below_the_loop() -> None:
+    """Every engine module, with all it imports, parent packages included."""
     engine = sorted(m for m in GRAPH if m == "clusterfl.engine" or
                     m.startswith("clusterfl.engine."))
     assert len(engine) > 5
