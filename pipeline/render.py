@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from clusterfl.config import Params, load_params, read_yaml, suite_chain, suite_root
+from clusterfl.config import SuiteConfig, load_params, read_yaml, suite_chain, suite_root
 from clusterfl.errors import UserError
 from pipeline.imports import closure, function_imports, graph
 
@@ -71,7 +71,7 @@ class Code:
         return path.resolve().relative_to(self.root.resolve()).as_posix()
 
 
-def _paper_code(params: Params, key: str, code: Code) -> tuple[str, str]:
+def _paper_code(params: SuiteConfig, key: str, code: Code) -> tuple[str, str]:
     """(the paper's __init__.py, its training/ directory), checked against what importing
     the paper can run: its own package, never its report code or another paper."""
     module = params.paper(key).module
@@ -105,7 +105,7 @@ def _params(chain: list[tuple[Path, dict[str, Any]]], keys: list[str], root: Pat
     return [{path: names} for path, names in files.items()]
 
 
-def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
+def stages(params: SuiteConfig, root: Path, code: Code) -> dict[str, Any]:
     """The suite's dvc.yaml as a mapping (its stages and plots)."""
     name, chain = params.suite, suite_chain(params.file)
     wdir = Path(*[".."] * len(params.file.resolve().parent.relative_to(root.resolve()).parts))
@@ -180,7 +180,7 @@ def stages(params: Params, root: Path, code: Code) -> dict[str, Any]:
             "plots": [{f"{reports}/curves": {"x": "round"}}]}
 
 
-def render(params: Params, root: Path, code: Code | None = None) -> str:
+def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:
     """The text of the suite's dvc.yaml."""
     code = code or Code(root)
     shown = params.file.resolve().relative_to(root.resolve()).as_posix()

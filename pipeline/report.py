@@ -20,19 +20,21 @@ run, and the tables, figures and page artifacts of a run `report/<suite>` (stage
 
 import tempfile
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 import yaml
 from rich.console import Console
 
+from clusterfl.config import SuiteConfig
 from clusterfl.errors import UserError
 from clusterfl.io import atomic_write_json, atomic_write_text
-from clusterfl.papers import Paper, ReportInput, ReportOutput
+from clusterfl.papers import Paper
 from clusterfl.reports import html
 from clusterfl.reports.figures import convergence_figure
 from clusterfl.reports.results import merge_metrics, metrics_json, results_markdown, summary_table
 from clusterfl.reports.runs import cost_rows, mean_curve, seed_dirs, seed_rows
+from clusterfl.reports.section import ReportInput, ReportOutput, section_builder
 from clusterfl.reports.tables import markdown_table
 from pipeline.common import output_dir
 
@@ -45,17 +47,7 @@ the paper's number where its references.yaml gives one. Each paper's own tables:
 """
 
 
-class Suite(Protocol):
-    """What the report needs of the loaded suite's params."""
-
-    papers: dict[str, Paper]
-
-    def suite_cells(self) -> list[tuple[str, str, str]]: ...  # (paper, experiment, algorithm)
-
-    def experiment(self, name: str) -> Any: ...  # its `.title` names figures
-
-
-def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path,
+def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir: Path,
         reports_dir: Path, partial: bool = False, track: bool = False) -> None:
     """`partial`: leave out the suite's cells that have no results (listed in results.md)
     instead of stopping at the first, for a report on part of a suite run by hand.
@@ -87,7 +79,7 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
           output_dir(reports_dir / "curves") as curve_dir):
         sections, page = [], []
         for key, paper in params.papers.items():
-            build = paper.report_function()
+            build = section_builder(paper)
             mine = [(exp, alg) for k, exp, alg in cells if k == key]
             if build is None or not mine:
                 continue
@@ -133,7 +125,7 @@ def run(params: Suite, console: Console, results_dir: Path, partitions_dir: Path
                  experiment_references)
 
 
-def _page_title(params: Suite) -> str:
+def _page_title(params: SuiteConfig) -> str:
     return f"clusterfl report: suite {getattr(params, 'suite', '')}".rstrip(": ")
 
 
@@ -151,7 +143,7 @@ def _cell_files(reports_dir: Path, cell: tuple[str, str], experiments: list[str]
     return files
 
 
-def _publish(params: Any, console: Console, reports_dir: Path, cells: list[tuple[str, str]],
+def _publish(params: SuiteConfig, console: Console, reports_dir: Path, cells: list[tuple[str, str]],
              table: pd.DataFrame, references: Any) -> None:
     """Each cell's figures and summary table to its parent run; the report to a report run."""
     from clusterfl.tracking import git_commit, publish_report
@@ -184,7 +176,7 @@ def _publish(params: Any, console: Console, reports_dir: Path, cells: list[tuple
                       "(trained with --no-track or into another store)")
 
 
-def _cells_with_results(params: Suite, results_dir: Path, partial: bool
+def _cells_with_results(params: SuiteConfig, results_dir: Path, partial: bool
                         ) -> tuple[list[tuple[str, str, str]], list[str]]:
     """The suite's (paper, experiment, algorithm) cells that have seed histories, and the
     others as "experiment/algorithm"; without `partial` a missing cell is an error."""

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from rich.console import Console
 
-from clusterfl.config import Cell, Params, load_params
+from clusterfl.config import Cell, SuiteConfig, load_params
 from clusterfl.errors import UserError
 from clusterfl.execution import LiveCallbacks, SeedJob, SerialExecutor
 from clusterfl.history import RunHistory
@@ -32,7 +32,7 @@ from pipeline import train
 PREPARE = ("download@", "partition@")
 
 
-def dvc_file(params: Params) -> Path:
+def dvc_file(params: SuiteConfig) -> Path:
     """The dvc.yaml DVC reads this suite from: the one beside the suite's params file."""
     return Path(str(params.suite_raw.get("file", "params.yaml"))).parent / "dvc.yaml"
 

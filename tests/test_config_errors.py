@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterfl.config import Params, load_params, suite_file
+from clusterfl.config import SuiteConfig, load_params, suite_file
 from clusterfl.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,10 +18,10 @@ PAPERS = {p: yaml.safe_load((ROOT / f"src/clusterfl/papers/{p}/params.yaml").rea
           for p in ("p1", "p2")}
 
 
-def _params(edit) -> Params:
+def _params(edit) -> SuiteConfig:
     raw, papers = copy.deepcopy(RAW), copy.deepcopy(PAPERS)
     edit(raw, papers)
-    return Params(Path("params.yaml"), raw, paper_params=papers)
+    return SuiteConfig(Path("params.yaml"), raw, paper_params=papers)
 
 
 @pytest.mark.parametrize("name", ["default", "paper", "paper_online", "schemes", "p5_reduced"])

@@ -97,7 +97,7 @@ PAPER = Paper(key="toy", title="Toy paper: a federated mean without a model",
 '''
 
 REPORT = '''
-from clusterfl.papers import ReportInput, ReportOutput
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.runs import seed_rows
 
 

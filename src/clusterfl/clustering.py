@@ -24,15 +24,15 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.cluster import KMeans
 
 from clusterfl.aggregation import weighted_average
-from clusterfl.engine.base import Params
+from clusterfl.types import Tensors
 
 
-def flatten(stacked: Params) -> torch.Tensor:
+def flatten(stacked: Tensors) -> torch.Tensor:
     """`{name: [C, ...]}` -> `[C, d]`, parameters concatenated in name order."""
     return torch.cat([stacked[k].flatten(1) for k in sorted(stacked)], dim=1)
 
 
-def unflatten(flat: torch.Tensor, like: Params) -> Params:
+def unflatten(flat: torch.Tensor, like: Tensors) -> Tensors:
     """`flatten`'s inverse: `[C, d]` -> `{name: [C, ...]}` with the shapes of `like`'s rows."""
     out, start = {}, 0
     for k in sorted(like):
@@ -77,8 +77,8 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 1
 
 
 def cluster_average(
-    stacked: Params, labels: np.ndarray, weights: torch.Tensor, previous: Params
-) -> Params:
+    stacked: Tensors, labels: np.ndarray, weights: torch.Tensor, previous: Tensors
+) -> Tensors:
     """Row j: the `weights`-weighted mean of the rows labelled j; `previous[j]` if none."""
     out = {k: v.clone() for k, v in previous.items()}
     for j in range(next(iter(previous.values())).shape[0]):

@@ -114,7 +114,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return mapping(raw, str(path))
 
 
-class Params:
+class SuiteConfig:
     """A suite with the catalogue and the papers it uses. Construction validates the suite,
     the catalogue and every paper it imports (`load`, default: the papers of its cells)."""
 
@@ -401,7 +401,7 @@ class Params:
 
 
 def load_params(path: Path = Path("params.yaml"), load: Iterable[str] | None = None
-                ) -> Params:
+                ) -> SuiteConfig:
     """Read and validate suite file `path`, with the suites it `extends` merged in and the
     catalogue (the root params.yaml) beside it; `load`: the papers to import (default: the
     papers of the suite's cells)."""
@@ -412,9 +412,9 @@ def load_params(path: Path = Path("params.yaml"), load: Iterable[str] | None = N
     raw = {**read_yaml(path), "suite": suite}
     catalogue_path = suite_root(path) / "params.yaml"
     if catalogue_path.resolve() == path.resolve() or {"datasets", "partitions"} & set(raw):
-        return Params(path, raw, load=load)  # the root file, or a copy of it: its own catalogue
-    return Params(path, raw, read_yaml(catalogue_path), catalogue_file=_shown(catalogue_path),
-                  load=load)
+        return SuiteConfig(path, raw, load=load)  # the root file or a copy: its own catalogue
+    return SuiteConfig(path, raw, read_yaml(catalogue_path),
+                       catalogue_file=_shown(catalogue_path), load=load)
 
 
 def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:

@@ -5,14 +5,17 @@ every evaluator reads a `View` of the algorithm -> the algorithm's own diagnosti
 callbacks. Neural algorithms (an engine, a schedule, a model) build on this in
 `clusterfl.algorithms.base.NeuralAlgorithm`; a factorization or k-means algorithm subclasses
 `FederatedAlgorithm` directly and fills `view()` with what it has.
+
+What the loop exchanges (`RunContext`, `View`, `Evaluator`, `SeedInputs`) is defined in
+`clusterfl.types`, so evaluators never import the loop; the loop uses the evaluator registry
+only to build an algorithm's `default_evaluators()` by name.
 """
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -26,54 +29,10 @@ from clusterfl.checkpoints import (
     set_global_rng_state,
     stop_on_signals,
 )
+from clusterfl.evaluators import build_evaluators
 from clusterfl.history import RunHistory
 from clusterfl.metrics import ROUND_SECONDS
-
-Params = dict[str, torch.Tensor]  # stacked models: name -> [rows, ...]
-
-
-@dataclass(frozen=True)
-class GroundTruth:
-    """What the partition knows about its clients, for scoring (never for training)."""
-
-    cluster: np.ndarray | None = None  # [N]: each client's true cluster
-    mixture: np.ndarray | None = None  # [N, D]: each client's true share of distribution d
-    extras: Mapping[str, Any] = field(default_factory=dict)  # e.g. P4's true optima
-
-
-@dataclass
-class RunContext:
-    """What every algorithm gets besides its hyperparameters."""
-
-    seed: int
-    num_clients: int
-    rounds: int
-    clients_per_round: int | None = None  # None: every client takes part every round
-    truth: GroundTruth = field(default_factory=GroundTruth)
-
-
-@dataclass(frozen=True)
-class View:
-    """A read-only look at an algorithm after a round: what evaluators may read.
-
-    Fields an algorithm does not have stay None (a centre-free algorithm has no `centers`).
-    """
-
-    client_models: Params | None = None  # [N, ...]: the model each client would use now
-    centers: Params | None = None  # [S, ...]: cluster models or mixture components
-    importance: torch.Tensor | None = None  # [N, S]: each client's weight on each center
-    assignment: torch.Tensor | None = None  # [N]: each client's cluster
-    extras: Mapping[str, Any] = field(default_factory=dict)  # what a paper's evaluator reads
-
-
-class Evaluator(Protocol):
-    """Measures a `View` every round (registered in `clusterfl.evaluators`)."""
-
-    primary: str | None  # the metric this evaluator's task is summarised by, if any
-
-    def evaluate(self, view: View) -> dict[str, float]: ...
-
-    def arrays(self, view: View) -> dict[str, list[Any]]: ...
+from clusterfl.types import Evaluator, GroundTruth, RunContext, SeedInputs, View
 
 
 class FederatedAlgorithm(ABC):
@@ -93,9 +52,9 @@ class FederatedAlgorithm(ABC):
         self.all_clients = torch.arange(self.num_clients)
 
     @classmethod
-    def make_context(cls, run: Any) -> RunContext:
-        """The context for one seed (`run`: a `clusterfl.runner.SeedInputs`): the schedule's
-        rounds and participation and the partition's ground truth. Algorithms that need more
+    def make_context(cls, run: SeedInputs) -> RunContext:
+        """The context for one seed: the schedule's rounds and participation and the
+        partition's ground truth. Algorithms that need more
         (a model and an engine, their clients' data matrices) override this."""
         schedule, partition = run.experiment.schedule, run.partition
         return RunContext(
@@ -183,8 +142,6 @@ class FederatedAlgorithm(ABC):
         rounds are replayed to the callbacks), checkpoints every `checkpoint.every` rounds,
         and on SIGTERM/SIGINT finishes the round, checkpoints and raises `Interrupted`."""
         if evaluators is None:
-            from clusterfl.evaluators import build_evaluators
-
             evaluators = build_evaluators(self.default_evaluators(), self.ctx)
         events = CallbackList(callbacks)
         primary = next((e.primary for e in evaluators if e.primary is not None), None)

@@ -28,8 +28,7 @@ from torch import nn
 from clusterfl.errors import UserError
 from clusterfl.options import build_options, require
 from clusterfl.registry import Registry
-
-Params = dict[str, torch.Tensor]
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -169,9 +168,9 @@ InitScheme = Literal["pytorch", "xavier_normal"]
 
 def init_params(
     model: nn.Module, generator: torch.Generator, scheme: InitScheme = "pytorch"
-) -> Params:
+) -> Tensors:
     """Fresh parameters for `model` under `scheme` (see the module doc), from `generator`."""
-    params: Params = {}
+    params: Tensors = {}
     for module_name, module in model.named_modules():
         if not isinstance(module, nn.Linear | nn.Conv1d | nn.Conv2d):
             continue

@@ -1,8 +1,6 @@
 """Run one cell of the grid (an experiment x an algorithm) for one seed."""
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 
@@ -11,26 +9,14 @@ from clusterfl.checkpoints import SeedCheckpoint
 from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.evaluators import build_evaluators
 from clusterfl.history import RunHistory
-from clusterfl.partition import Partition
 from clusterfl.partition.validation import validation_split
-
-
-@dataclass(frozen=True)
-class SeedInputs:
-    """Everything an algorithm's `make_context` may read to set up one seed."""
-
-    experiment: Experiment
-    dataset: Any  # clusterfl.data.Dataset
-    partition: Partition
-    seed: int
-    engine: str = "vectorized"  # neural algorithms: the local-training engine
-    device: str = "cpu"
+from clusterfl.types import Dataset, Partition, SeedInputs
 
 
 def run_seed(
     experiment: Experiment,
     algorithm: AlgorithmConfig,
-    dataset: Any,
+    dataset: Dataset,
     partition: Partition,
     seed: int,
     callbacks: Sequence[Callback] = (),

@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from clusterfl.config import Params
+from clusterfl.config import SuiteConfig
 from clusterfl.engine import Adam, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.engine.losses import LOSSES, loss_grad, num_correct, sample_loss
 from clusterfl.errors import UserError
@@ -112,7 +112,7 @@ def test_an_unknown_loss_in_params_is_one_line_naming_key_and_allowed_names():
     p3 = copy.deepcopy(p3)
     p3["experiments"]["p3_basic_motions_short"]["training"]["loss"] = "hinge"
     with pytest.raises(UserError) as info:
-        Params(Path("params.yaml"), raw, paper_params={"p3": p3})
+        SuiteConfig(Path("params.yaml"), raw, paper_params={"p3": p3})
     message = str(info.value)
     assert "\n" not in message
     assert message.endswith("experiments.p3_basic_motions_short.training.loss: 'hinge' is not "

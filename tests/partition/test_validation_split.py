@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterfl.config import Params
+from clusterfl.config import SuiteConfig
 from clusterfl.errors import UserError
 from clusterfl.partition import Partition
 from clusterfl.partition.validation import validation_split
@@ -45,5 +45,5 @@ def test_validation_fraction_in_params_is_checked_in_one_line():
            "datasets": {"d": {"source": "mnist_subset"}},
            "partitions": {"p": {"dataset": "d", "scheme": "iid", "num_clients": 2}}}
     with pytest.raises(UserError) as err:
-        Params(Path("params.yaml"), raw, paper_params=papers)
+        SuiteConfig(Path("params.yaml"), raw, paper_params=papers)
     assert "experiments.e.validation_fraction: expected a number in (0, 1)" in str(err.value)

@@ -8,7 +8,8 @@ import pytest
 from rich.console import Console
 
 from clusterfl.errors import UserError
-from clusterfl.papers import ReportInput, ReportOutput, load_papers
+from clusterfl.papers import load_papers
+from clusterfl.reports.section import ReportInput, ReportOutput
 from pipeline import report as stage
 from tests.reports.histories import StandInSuite, write_accuracy_run
 

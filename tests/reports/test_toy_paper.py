@@ -31,7 +31,7 @@ PAPER = Paper(key="toy", title="Toy paper: k-means without a model",
 '''
 
 REPORT = '''
-from clusterfl.papers import ReportInput, ReportOutput
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.runs import seed_rows
 from clusterfl.reports.tables import markdown_table, mean_std
 

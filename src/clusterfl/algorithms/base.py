@@ -15,13 +15,22 @@ from torch import nn
 
 from clusterfl.aggregation import gather
 from clusterfl.engine import ENGINES, Adam, ClientData, LocalEngine, Prox, Sgd, make_plan
-from clusterfl.engine.base import Params
 from clusterfl.engine.losses import LossName
 from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm, GroundTruth, RunContext, View
+from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import InitScheme, build_model, init_params
 from clusterfl.options import require
-from clusterfl.partition import Partition, views
+from clusterfl.partition import views
+from clusterfl.types import (
+    Dataset,
+    ExperimentSpec,
+    GroundTruth,
+    Partition,
+    RunContext,
+    SeedInputs,
+    Tensors,
+    View,
+)
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,18 @@ class Schedule:
                 "error (leave loss unset)")
 
 
-def client_data(dataset: Any, partition: Partition, device: str = "cpu") -> ClientData:
+def model_schedule(experiment: ExperimentSpec) -> Schedule:
+    """`experiment.schedule` as the `Schedule` a model trains with. `SeedInputs` shows the
+    loop only rounds and participation (`ScheduleSpec`); a suite's experiments always hold a
+    `Schedule` (`clusterfl.config`), and training a model needs all of it."""
+    schedule = experiment.schedule
+    if not isinstance(schedule, Schedule):
+        raise TypeError(f"experiments.{experiment.name}: a model trains with a Schedule, got "
+                        f"{type(schedule).__name__}")
+    return schedule
+
+
+def client_data(dataset: Dataset, partition: Partition, device: str = "cpu") -> ClientData:
     """Lay out each client's train/test samples (views applied) for the engine."""
     clients = range(partition.num_clients)
     return ClientData.from_lists(
@@ -75,7 +95,8 @@ def client_data(dataset: Any, partition: Partition, device: str = "cpu") -> Clie
     )
 
 
-def holdout_data(dataset: Any, partition: Partition, device: str = "cpu") -> ClientData | None:
+def holdout_data(dataset: Dataset, partition: Partition, device: str = "cpu"
+                 ) -> ClientData | None:
     """The partition's held-out test sets, one per distribution, laid out as the `test`
     split of one "client" each (their `train` split is empty); None without hold-outs."""
     if not partition.holdout:
@@ -120,22 +141,23 @@ class NeuralAlgorithm(FederatedAlgorithm):
         self.train_sizes = self.engine.data.train_n
 
     @classmethod
-    def make_context(cls, run: Any) -> NeuralContext:
+    def make_context(cls, run: SeedInputs) -> NeuralContext:
         """Build the model, the engine over the clients' data and the hold-out engine for
-        one seed of a cell (`run`: a `clusterfl.runner.SeedInputs`)."""
+        one seed of a cell."""
         experiment, dataset, partition = run.experiment, run.dataset, run.partition
         key = f"experiments.{experiment.name}"
         if experiment.model is None:
             raise UserError(f"{key}.model: required by neural algorithms")
-        experiment.schedule.validate_neural(f"{key}.training")
-        experiment.schedule.check_loss(dataset.is_regression, f"{key}.training")
+        schedule = model_schedule(experiment)
+        schedule.validate_neural(f"{key}.training")
+        schedule.check_loss(dataset.is_regression, f"{key}.training")
         model = build_model(experiment.model, dataset.feature_shape, dataset.num_classes,
                             experiment.model_options, key=f"{key}.model").to(run.device)
-        engine, loss = ENGINES[run.engine], experiment.schedule.loss
+        engine, loss = ENGINES[run.engine], schedule.loss
         holdout = holdout_data(dataset, partition, run.device)
         return NeuralContext.build(
             model, engine(model, client_data(dataset, partition, run.device), loss=loss),
-            experiment.schedule, run.seed, partition.cluster, partition.mixture,
+            schedule, run.seed, partition.cluster, partition.mixture,
             None if holdout is None else engine(model, holdout, loss=loss))
 
     def default_evaluators(self) -> list[str]:
@@ -145,11 +167,11 @@ class NeuralAlgorithm(FederatedAlgorithm):
         return ["holdout" if soft else "clients", "cluster_recovery"]
 
     # -- what evaluators see ------------------------------------------------------------------
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         """Stacked `[N, ...]`: the model each client would use now (what is evaluated)."""
         raise NotImplementedError
 
-    def centers(self) -> Params | None:
+    def centers(self) -> Tensors | None:
         return None
 
     def importance(self) -> torch.Tensor | None:
@@ -169,7 +191,7 @@ class NeuralAlgorithm(FederatedAlgorithm):
             return Adam(s.lr, weight_decay=s.weight_decay)
         return Sgd(s.lr, weight_decay=s.weight_decay)
 
-    def initial_model(self) -> Params:
+    def initial_model(self) -> Tensors:
         return init_params(self.ctx.model, self.generator, self.schedule.init)
 
     def local_plan(self, clients: torch.Tensor, local_steps: int | None = None,
@@ -182,16 +204,16 @@ class NeuralAlgorithm(FederatedAlgorithm):
                          self.rng, local_steps=steps, epochs=epochs)
 
     def train_clients(
-        self, start: Params, clients: torch.Tensor, prox: Prox | None = None, rule: Any = None,
+        self, start: Tensors, clients: torch.Tensor, prox: Prox | None = None, rule: Any = None,
         plan: Any = None,
-    ) -> Params:
+    ) -> Tensors:
         """Local training of `clients` from stacked `start`, through the engine."""
         plan = plan if plan is not None else self.local_plan(clients)
         return self.engine.train(start, clients, rule or self.local_rule(), plan, prox)
 
     def train_clients_with_state(
-        self, start: Params, clients: torch.Tensor, rule: Any
-    ) -> tuple[Params, Params]:
+        self, start: Tensors, clients: torch.Tensor, rule: Any
+    ) -> tuple[Tensors, Tensors]:
         """As `train_clients`, plus the rule's final per-client state (pFedMe's theta)."""
         return self.engine.train_with_state(start, clients, rule, self.local_plan(clients))
 
@@ -200,16 +222,16 @@ class OneModelPerCluster(NeuralAlgorithm):
     """A neural algorithm with one model per cluster (`cluster_models`, stacked along dim 0)
     and one cluster per client (`clusters`): IFCA and CFL. A client uses its cluster's model."""
 
-    cluster_models: Params
+    cluster_models: Tensors
     clusters: torch.Tensor
 
     def num_cluster_models(self) -> int:
         return len(next(iter(self.cluster_models.values())))
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return gather(self.cluster_models, self.clusters)
 
-    def centers(self) -> Params:
+    def centers(self) -> Tensors:
         return self.cluster_models
 
     def assignment(self) -> torch.Tensor:

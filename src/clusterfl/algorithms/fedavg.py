@@ -15,8 +15,8 @@ import torch
 
 from clusterfl.aggregation import broadcast, mix, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.engine.base import Params
 from clusterfl.options import require
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -38,5 +38,5 @@ class FedAvg(NeuralAlgorithm):
         average = weighted_average(local, self.train_sizes[clients])
         self.global_model = mix(self.global_model, average, self.hyper.server_lr)
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return broadcast(self.global_model, self.num_clients)

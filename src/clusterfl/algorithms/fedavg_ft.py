@@ -26,8 +26,8 @@ import numpy as np
 from clusterfl.aggregation import broadcast
 from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
 from clusterfl.engine import Adam, Sgd, make_plan
-from clusterfl.engine.base import Params
 from clusterfl.options import require
+from clusterfl.types import Tensors
 
 FINETUNE_STREAM = 0x46544E45  # the fine-tune generator's tag beside the run's seed
 
@@ -51,7 +51,7 @@ class FedAvgFt(FedAvg):
         super().setup()
         self.finetune_rng = np.random.default_rng([self.ctx.seed, FINETUNE_STREAM])
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         start = broadcast(self.global_model, self.num_clients)
         if self.hyper.finetune_steps == 0:
             return start

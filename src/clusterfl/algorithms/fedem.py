@@ -38,8 +38,8 @@ import torch
 
 from clusterfl.aggregation import largest_weight_centers, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.engine.base import Params
 from clusterfl.options import require
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,8 @@ def m_step(q: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def component_average(
-    trained: Params, old: Params, n: torch.Tensor, sampled: torch.Tensor
-) -> Params:
+    trained: Tensors, old: Tensors, n: torch.Tensor, sampled: torch.Tensor
+) -> Tensors:
     """Official server step: for each component, the n_k-weighted mean over all clients,
     where the sampled clients bring `trained[m * C + c]` and the others the old component."""
     m_count = next(iter(old.values())).shape[0]
@@ -102,11 +102,11 @@ class FedEM(NeuralAlgorithm):
         self.components = component_average(trained, self.components, self.train_sizes,
                                             clients.to(self.train_sizes.device))
 
-    def centers(self) -> Params:
+    def centers(self) -> Tensors:
         return self.components
 
     def importance(self) -> torch.Tensor:
         return self.pi
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return largest_weight_centers(self.components, self.pi)

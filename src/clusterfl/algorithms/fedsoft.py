@@ -51,8 +51,9 @@ import torch
 
 from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.engine.base import Params, Prox
+from clusterfl.engine.base import Prox
 from clusterfl.options import require
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def select_per_cluster(v: torch.Tensor, k: int, rng: np.random.Generator) -> lis
     return out
 
 
-def fedsoft_prox(centers: Params, u: torch.Tensor, lam: float) -> Prox:
+def fedsoft_prox(centers: Tensors, u: torch.Tensor, lam: float) -> Prox:
     """lam/2 sum_s u_cs ||w - c_s||^2 for each row c of `u[C, S]`, as one `Prox` per client."""
     u = u.to(next(iter(centers.values())).device)
     weight = u.sum(dim=1)
@@ -151,11 +152,11 @@ class FedSoft(NeuralAlgorithm):
                    for sel in selection]
         self.cluster_models = {k: torch.stack([c[k] for c in new]) for k in new[0]}
 
-    def centers(self) -> Params:
+    def centers(self) -> Tensors:
         return self.cluster_models
 
     def importance(self) -> torch.Tensor:
         return self.u
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return self.local

@@ -11,7 +11,7 @@ import torch
 
 from clusterfl.aggregation import broadcast, gather, scatter
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.engine.base import Params
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -29,5 +29,5 @@ class Local(NeuralAlgorithm):
         trained = self.train_clients(gather(self.models, clients), clients)
         self.models = scatter(self.models, clients, trained)
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return self.models

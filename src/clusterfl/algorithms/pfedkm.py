@@ -46,9 +46,9 @@ from clusterfl.clustering import (
     kmeans,
     mean_pairwise_distance,
 )
-from clusterfl.engine.base import Params
 from clusterfl.errors import UserError
 from clusterfl.options import require
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,9 @@ class PFedKMHyper(PFedMeHyper):
 
 
 def clustered_means(
-    uploaded: Params, generalized: Params, weights: torch.Tensor,
+    uploaded: Tensors, generalized: Tensors, weights: torch.Tensor,
     rng: np.random.Generator, kmeans_runs: int = 1,
-) -> tuple[Params, np.ndarray, KMeansResult]:
+) -> tuple[Tensors, np.ndarray, KMeansResult]:
     """Algorithm 1, line 10 before the beta-mix: k-means on the uploads and each cluster's
     mean (Omega_{I,R} P^{t+1}). Returns the means (a cluster without uploads keeps its old
     model), each upload's cluster (aligned to the old models) and the k-means run."""
@@ -82,9 +82,9 @@ def clustered_means(
 
 
 def clustered_server_step(
-    uploaded: Params, generalized: Params, weights: torch.Tensor, beta: float,
+    uploaded: Tensors, generalized: Tensors, weights: torch.Tensor, beta: float,
     rng: np.random.Generator, kmeans_runs: int = 1,
-) -> tuple[Params, np.ndarray, KMeansResult]:
+) -> tuple[Tensors, np.ndarray, KMeansResult]:
     """Algorithm 1, line 10: `clustered_means`, then Omega_K <- (1-beta) Omega_K + beta *
     cluster means. Returns the new generalized models, each upload's cluster and the run."""
     new, labels, found = clustered_means(uploaded, generalized, weights, rng, kmeans_runs)
@@ -120,7 +120,7 @@ class PFedKM(PFedMe):
             "local_distance": float((points - centers[labels]).norm(dim=1).mean()),
         }
 
-    def global_views(self) -> tuple[Params, Params]:
+    def global_views(self) -> tuple[Tensors, Tensors]:
         """Each client's cluster model before and after the beta-mix, stacked `[N, ...]`."""
         return gather(self.means, self.clusters), gather(self.generalized, self.clusters)
 

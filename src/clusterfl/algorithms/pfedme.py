@@ -49,9 +49,8 @@ import torch
 from clusterfl.aggregation import broadcast, gather, mix, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
 from clusterfl.engine import MoreauEnvelope
-from clusterfl.engine.base import Params
-from clusterfl.loop import View
 from clusterfl.options import require
+from clusterfl.types import Tensors, View
 
 
 @dataclass(frozen=True)
@@ -87,7 +86,7 @@ class PFedMe(NeuralAlgorithm):
         return MoreauEnvelope(lr=self.schedule.lr, personal_lr=h.personal_lr, lam=h.lam,
                               inner_steps=h.inner_steps, mu=h.mu)
 
-    def local_round(self, start: Params, clients: torch.Tensor) -> Params:
+    def local_round(self, start: Tensors, clients: torch.Tensor) -> Tensors:
         """R Moreau-envelope steps of `clients` from stacked `start`; keeps their theta_i.
 
         Returns the local models w_i (what is uploaded)."""
@@ -112,10 +111,10 @@ class PFedMe(NeuralAlgorithm):
         self.average = weighted_average(uploaded, self.upload_weights(clients))
         self.global_model = mix(self.global_model, self.average, self.hyper.beta)
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return self.local if self.hyper.evaluated_model == "local" else self.personalized
 
-    def global_views(self) -> tuple[Params, Params]:
+    def global_views(self) -> tuple[Tensors, Tensors]:
         """Each client's global model before and after the beta-mix, stacked `[N, ...]`."""
         return (broadcast(self.average, self.num_clients),
                 broadcast(self.global_model, self.num_clients))

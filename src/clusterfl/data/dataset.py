@@ -1,77 +1,15 @@
-"""The in-memory dataset value every source returns, and its `.npz` form on disk."""
+"""A dataset's `.npz` form on disk. The in-memory value every source returns, `Dataset`, is
+defined in `clusterfl.types` (every layer passes it) and re-exported here."""
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from clusterfl.errors import CorruptFile
 from clusterfl.io import atomic_write_npz, read_npz
+from clusterfl.types import Dataset
 
-
-@dataclass(frozen=True)
-class Dataset:
-    """Features `x` (float32, one row per sample) and labels `y`.
-
-    - `y` holds integer class labels; for regression sources `num_classes == 0` and `y` holds
-      float targets.
-    - `groups` is set by sources that generate data client by client (the synthetic generators,
-      or a real set's subjects): the natural client of each sample; `group_cluster` holds the
-      true cluster of each group.
-    - `split` marks the official split of each sample where the source has one: 0 = train,
-      1 = the official test set (MNIST's t10k, CIFAR's test_batch, ...). Loaders pool both so
-      that schemes which repartition per client (P1) see all of it; schemes that need a
-      held-out test set per distribution (FedSoft) draw it from the split-1 samples first.
-    - `domain` is the distribution of each sample where a source defines several (FedSoft's
-      lower/upper-case letters, its regression generator's S distributions), named by
-      `domain_names`.
-    - `modalities` / `modality_sizes`: for multimodal sources, `x` is (n, sum(modality_sizes))
-      and its columns are the modalities in this order, each flattened (see `modality_slice`).
-    - `extras`: ground-truth arrays of a generator (FedC's W and H, the regression optima).
-    - Images are (n, channels, height, width); models flatten them as needed.
-    """
-
-    name: str
-    x: np.ndarray
-    y: np.ndarray
-    num_classes: int
-    groups: np.ndarray | None = None
-    group_cluster: np.ndarray | None = None
-    info: dict[str, str] = field(default_factory=dict)
-    split: np.ndarray | None = None
-    domain: np.ndarray | None = None
-    domain_names: tuple[str, ...] = ()
-    modalities: tuple[str, ...] = ()
-    modality_sizes: tuple[int, ...] = ()
-    extras: dict[str, np.ndarray] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        n = len(self.x)
-        if n != len(self.y):
-            raise ValueError(f"{self.name}: {n} samples but {len(self.y)} labels")
-        for attr in ("groups", "split", "domain"):
-            value = getattr(self, attr)
-            if value is not None and len(value) != n:
-                raise ValueError(f"{self.name}: {attr} has {len(value)} entries for {n} samples")
-        if len(self.modalities) != len(self.modality_sizes):
-            raise ValueError(f"{self.name}: modalities and modality_sizes differ in length")
-        if self.modalities and sum(self.modality_sizes) != int(np.prod(self.x.shape[1:])):
-            raise ValueError(f"{self.name}: modality sizes do not add up to the feature size")
-
-    @property
-    def feature_shape(self) -> tuple[int, ...]:
-        return tuple(self.x.shape[1:])
-
-    @property
-    def is_regression(self) -> bool:
-        return self.num_classes == 0
-
-    def modality_slice(self, modality: str) -> slice:
-        """The columns of `x` that hold `modality`."""
-        i = self.modalities.index(modality)
-        start = sum(self.modality_sizes[:i])
-        return slice(start, start + self.modality_sizes[i])
-
+__all__ = ["Dataset", "load_dataset", "save_dataset"]
 
 _OPTIONAL_ARRAYS = ("groups", "group_cluster", "split", "domain")
 

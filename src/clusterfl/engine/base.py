@@ -6,7 +6,7 @@ from typing import Literal, Protocol
 import numpy as np
 import torch
 
-from clusterfl.loop import Params  # stacked models, the loop's and every engine's currency
+from clusterfl.types import Tensors
 
 Split = Literal["train", "test"]
 
@@ -20,7 +20,7 @@ class Prox:
     """
 
     mu: float
-    center: Params  # stacked [C, ...]
+    center: Tensors  # stacked [C, ...]
     weight: torch.Tensor  # [C]
 
 
@@ -95,25 +95,25 @@ class LocalEngine(Protocol):
     loss: str | None  # `losses.sample_loss`'s: None picks it from the labels' dtype
 
     def train(
-        self, params: Params, clients: torch.Tensor, rule, plan, prox: Prox | None = None
-    ) -> Params:
+        self, params: Tensors, clients: torch.Tensor, rule, plan, prox: Prox | None = None
+    ) -> Tensors:
         """Run `plan` with `rule` from `params[i]` for each client in `clients`; new params."""
         ...
 
     def train_with_state(
-        self, params: Params, clients: torch.Tensor, rule, plan, prox: Prox | None = None
-    ) -> tuple[Params, Params]:
+        self, params: Tensors, clients: torch.Tensor, rule, plan, prox: Prox | None = None
+    ) -> tuple[Tensors, Tensors]:
         """As `train`, plus the rule's final per-client state (e.g. pFedMe's theta)."""
         ...
 
     def evaluate(
-        self, params: Params, clients: torch.Tensor, split: Split
+        self, params: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Per client: (sum of losses, number correct) of model `params[i]` on its split."""
         ...
 
     def sample_losses(
-        self, models: Params, clients: torch.Tensor, split: Split
+        self, models: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Loss of every sample of every client under each of M shared models `models[m]`.
 

@@ -21,9 +21,9 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from clusterfl.engine.base import Params
 from clusterfl.engine.losses import loss_grad, sample_loss
 from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
+from clusterfl.types import Tensors
 
 KernelName = Literal["auto", "bmm", "vmap"]
 
@@ -36,14 +36,14 @@ class Batch:
 
 
 class Kernel(Protocol):
-    def logits(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+    def logits(self, params: Tensors, x: torch.Tensor) -> torch.Tensor:
         """[G, N, K] logits of model g on its samples x[g]."""
         ...
 
-    def grads(self, params: Params, batch: Batch) -> Params: ...
+    def grads(self, params: Tensors, batch: Batch) -> Tensors: ...
 
     def descend_(
-        self, params: Params, batch: Batch, lr: float, decay: Coef, anchor: Params | None,
+        self, params: Tensors, batch: Batch, lr: float, decay: Coef, anchor: Tensors | None,
         pull: Coef,
     ) -> None: ...
 
@@ -55,11 +55,11 @@ class BoundOracle:
     kernel: Kernel
     batch: Batch
 
-    def grads(self, params: Params) -> Params:
+    def grads(self, params: Tensors) -> Tensors:
         return self.kernel.grads(params, self.batch)
 
     def descend_(
-        self, params: Params, lr: float, decay: Coef = 0.0, anchor: Params | None = None,
+        self, params: Tensors, lr: float, decay: Coef = 0.0, anchor: Tensors | None = None,
         pull: Coef = 0.0,
     ) -> None:
         self.kernel.descend_(params, self.batch, lr, decay, anchor, pull)
@@ -67,21 +67,22 @@ class BoundOracle:
 
 class VmapKernel:
     def __init__(self, model: nn.Module, loss_name: str | None = None) -> None:
-        def loss(params: Params, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        def loss(params: Tensors, x: torch.Tensor, y: torch.Tensor,
+                 w: torch.Tensor) -> torch.Tensor:
             logits = functional_call(model, params, (x,))
             return (sample_loss(logits, y, loss_name) * w).sum()
 
         self._grads = vmap(grad(loss))
         self._logits = vmap(lambda p, x: functional_call(model, p, (x,)))
 
-    def logits(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+    def logits(self, params: Tensors, x: torch.Tensor) -> torch.Tensor:
         return self._logits(params, x)
 
-    def grads(self, params: Params, batch: Batch) -> Params:
+    def grads(self, params: Tensors, batch: Batch) -> Tensors:
         return self._grads(params, batch.x, batch.y, batch.weight)
 
     def descend_(
-        self, params: Params, batch: Batch, lr: float, decay: Coef, anchor: Params | None,
+        self, params: Tensors, batch: Batch, lr: float, decay: Coef, anchor: Tensors | None,
         pull: Coef,
     ) -> None:
         descend_unfused_(BoundOracle(self, batch), params, lr, decay, anchor, pull)
@@ -113,7 +114,7 @@ class BmmKernel:
         self.layers = layers
         self.loss = loss
 
-    def _forward(self, params: Params, x: torch.Tensor) -> list[torch.Tensor]:
+    def _forward(self, params: Tensors, x: torch.Tensor) -> list[torch.Tensor]:
         """Inputs of every layer, then the logits: [h_0 = x, relu(z_1), ..., z_L]."""
         hs = [x.flatten(2)]
         for i, (wn, bn) in enumerate(self.layers):
@@ -121,10 +122,10 @@ class BmmKernel:
             hs.append(z.relu_() if i < len(self.layers) - 1 else z)
         return hs
 
-    def logits(self, params: Params, x: torch.Tensor) -> torch.Tensor:
+    def logits(self, params: Tensors, x: torch.Tensor) -> torch.Tensor:
         return self._forward(params, x)[-1]
 
-    def _backward(self, params: Params, batch: Batch, visit) -> None:
+    def _backward(self, params: Tensors, batch: Batch, visit) -> None:
         """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
         dz [G, B, out] of the weighted loss at the layer's output and its input h_in.
 
@@ -143,8 +144,8 @@ class BmmKernel:
             visit(i, dz, h_in)
             dz = below
 
-    def grads(self, params: Params, batch: Batch) -> Params:
-        out: Params = {}
+    def grads(self, params: Tensors, batch: Batch) -> Tensors:
+        out: Tensors = {}
 
         def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
             wn, bn = self.layers[i]
@@ -155,7 +156,7 @@ class BmmKernel:
         return out
 
     def descend_(
-        self, params: Params, batch: Batch, lr: float, decay: Coef, anchor: Params | None,
+        self, params: Tensors, batch: Batch, lr: float, decay: Coef, anchor: Tensors | None,
         pull: Coef,
     ) -> None:
         # A scalar shrink rides on baddbmm's beta; a per-client one needs its own pass.

@@ -9,10 +9,11 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from clusterfl.engine.base import ClientData, Params, Prox, Split
+from clusterfl.engine.base import ClientData, Prox, Split
 from clusterfl.engine.losses import check_loss, num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import Coef, LocalRule, descend_unfused_
+from clusterfl.types import Tensors
 
 
 class AutogradOracle:
@@ -25,7 +26,7 @@ class AutogradOracle:
     ) -> None:
         self.model, self.x, self.y, self.w, self.loss = model, x, y, w, loss
 
-    def grads(self, params: Params) -> Params:
+    def grads(self, params: Tensors) -> Tensors:
         leaves = {k: v[0].detach().requires_grad_(True) for k, v in params.items()}
         with torch.enable_grad():
             losses = sample_loss(functional_call(self.model, leaves, (self.x,)), self.y, self.loss)
@@ -34,17 +35,17 @@ class AutogradOracle:
         return {k: g.unsqueeze(0) for k, g in zip(leaves, grads, strict=True)}
 
     def descend_(
-        self, params: Params, lr: float, decay: Coef = 0.0, anchor: Params | None = None,
+        self, params: Tensors, lr: float, decay: Coef = 0.0, anchor: Tensors | None = None,
         pull: Coef = 0.0,
     ) -> None:
         descend_unfused_(self, params, lr, decay, anchor, pull)
 
 
-def _stack(parts: list[Params]) -> Params:
+def _stack(parts: list[Tensors]) -> Tensors:
     return {k: torch.cat([q[k] for q in parts]) for k in parts[0]} if parts else {}
 
 
-def _row(tensors: Params, i: int) -> Params:
+def _row(tensors: Tensors, i: int) -> Tensors:
     return {k: v[i : i + 1] for k, v in tensors.items()}
 
 
@@ -56,17 +57,17 @@ class ReferenceEngine:
         self.loss = loss  # `losses.sample_loss`'s: None picks it from the labels' dtype
 
     def train(
-        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
-    ) -> Params:
+    ) -> Tensors:
         return self.train_with_state(params, clients, rule, plan, prox)[0]
 
     def train_with_state(
-        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
-    ) -> tuple[Params, Params]:
-        out_p: list[Params] = []
-        out_s: list[Params] = []
+    ) -> tuple[Tensors, Tensors]:
+        out_p: list[Tensors] = []
+        out_s: list[Tensors] = []
         for i, c in enumerate(clients.tolist()):
             p = {k: v.clone() for k, v in _row(params, i).items()}
             p_prox = None
@@ -88,7 +89,7 @@ class ReferenceEngine:
 
     @torch.no_grad()
     def evaluate(
-        self, params: Params, clients: torch.Tensor, split: Split
+        self, params: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, n = self.data.split(split)
         losses, correct = [], []
@@ -101,7 +102,7 @@ class ReferenceEngine:
 
     @torch.no_grad()
     def sample_losses(
-        self, models: Params, clients: torch.Tensor, split: Split
+        self, models: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, n = self.data.split(split)
         n_sel, n_max = self.data.selected_sizes(clients, split)

@@ -15,7 +15,8 @@ from typing import Protocol
 
 import torch
 
-from clusterfl.engine.base import Params, Prox
+from clusterfl.engine.base import Prox
+from clusterfl.types import Tensors
 
 Coef = float | torch.Tensor  # a scalar, or one value per client `[C]`
 
@@ -42,12 +43,12 @@ def shrink_and_pull_(w: torch.Tensor, keep: Coef, anchor: torch.Tensor | None, p
 class GradOracle(Protocol):
     """Gradients of each client's mean loss on the current step's batch."""
 
-    def grads(self, params: Params) -> Params:
+    def grads(self, params: Tensors) -> Tensors:
         """d/dw of each client's mean batch loss at `params` (new tensors)."""
         ...
 
     def descend_(
-        self, params: Params, lr: float, decay: Coef = 0.0, anchor: Params | None = None,
+        self, params: Tensors, lr: float, decay: Coef = 0.0, anchor: Tensors | None = None,
         pull: Coef = 0.0,
     ) -> None:
         """In place: w <- (1 - decay) * w + pull * anchor - lr * grad f(w).
@@ -59,7 +60,7 @@ class GradOracle(Protocol):
 
 
 def descend_unfused_(
-    oracle: GradOracle, params: Params, lr: float, decay: Coef, anchor: Params | None,
+    oracle: GradOracle, params: Tensors, lr: float, decay: Coef, anchor: Tensors | None,
     pull: Coef,
 ) -> None:
     """`GradOracle.descend_` from `grads`, for oracles that cannot fuse it."""
@@ -72,7 +73,7 @@ def descend_unfused_(
 
 def prox_coefs(
     prox: Prox | None, lr: float, weight_decay: float
-) -> tuple[Coef, Params | None, Coef]:
+) -> tuple[Coef, Tensors | None, Coef]:
     """(decay, anchor, pull) of one SGD step on f + wd/2 ||w||^2 + mu/2 weight_c ||w - c||^2."""
     if prox is None:
         return lr * weight_decay, None, 0.0
@@ -81,7 +82,7 @@ def prox_coefs(
 
 
 def add_penalty_grads_(
-    grads: Params, params: Params, weight_decay: float, prox: Prox | None
+    grads: Tensors, params: Tensors, weight_decay: float, prox: Prox | None
 ) -> None:
     """grads += weight_decay * w + mu * weight_c * (w - center_c), in place."""
     for k, g in grads.items():
@@ -92,9 +93,9 @@ def add_penalty_grads_(
 
 
 class LocalRule(Protocol):
-    def init_state(self, params: Params) -> Params: ...
+    def init_state(self, params: Tensors) -> Tensors: ...
 
-    def step_(self, params: Params, state: Params, oracle: GradOracle, prox: Prox | None) -> None:
+    def step_(self, params: Tensors, state: Tensors, oracle: GradOracle, prox: Prox | None) -> None:
         """One local step on one batch, updating `params` and `state` in place."""
         ...
 
@@ -106,10 +107,10 @@ class Sgd:
     lr: float
     weight_decay: float = 0.0
 
-    def init_state(self, params: Params) -> Params:
+    def init_state(self, params: Tensors) -> Tensors:
         return {}
 
-    def step_(self, params: Params, state: Params, oracle: GradOracle, prox: Prox | None) -> None:
+    def step_(self, params: Tensors, state: Tensors, oracle: GradOracle, prox: Prox | None) -> None:
         decay, anchor, pull = prox_coefs(prox, self.lr, self.weight_decay)
         oracle.descend_(params, self.lr, decay, anchor, pull)
 
@@ -123,14 +124,14 @@ class Adam:
     eps: float = 1e-8
     weight_decay: float = 0.0
 
-    def init_state(self, params: Params) -> Params:
+    def init_state(self, params: Tensors) -> Tensors:
         state = {f"m.{k}": torch.zeros_like(w) for k, w in params.items()}
         state |= {f"v.{k}": torch.zeros_like(w) for k, w in params.items()}
         first = next(iter(params.values()))
         state["t"] = torch.zeros(first.shape[0], dtype=first.dtype, device=first.device)
         return state
 
-    def step_(self, params: Params, state: Params, oracle: GradOracle, prox: Prox | None) -> None:
+    def step_(self, params: Tensors, state: Tensors, oracle: GradOracle, prox: Prox | None) -> None:
         g = oracle.grads(params)
         add_penalty_grads_(g, params, self.weight_decay, prox)
         t = state["t"].add_(1)
@@ -139,7 +140,7 @@ class Adam:
         else:
             self._formula_step_(params, state, g, t)
 
-    def _formula_step_(self, params: Params, state: Params, g: Params, t: torch.Tensor) -> None:
+    def _formula_step_(self, params: Tensors, state: Tensors, g: Tensors, t: torch.Tensor) -> None:
         """Each client c at its own step t[c]."""
         b1, b2 = self.betas
         bias1, bias2 = 1 - b1**t, (1 - b2**t).sqrt()
@@ -150,7 +151,7 @@ class Adam:
             denom = (v.sqrt() / bcast(bias2, v)).add_(self.eps)
             w.addcdiv_(m * bcast(-self.lr / bias1, m), denom)
 
-    def _fused_step_(self, params: Params, state: Params, g: Params, t: torch.Tensor) -> None:
+    def _fused_step_(self, params: Tensors, state: Tensors, g: Tensors, t: torch.Tensor) -> None:
         """Every client at the same step t (the engines' usual case: moments start afresh
         each round and the clients active at a step have all taken the same steps): PyTorch's
         fused Adam kernel, the same update as above in one pass over memory (3x faster on
@@ -183,15 +184,15 @@ class MoreauEnvelope:
     inner_steps: int = 5
     mu: float = 0.0
 
-    def init_state(self, params: Params) -> Params:
+    def init_state(self, params: Tensors) -> Tensors:
         return {f"theta.{k}": w.clone() for k, w in params.items()}
 
     @staticmethod
-    def personalized(state: Params) -> Params:
+    def personalized(state: Tensors) -> Tensors:
         """The personalized models theta_c from a state returned by `train_with_state`."""
         return {k.removeprefix("theta."): v for k, v in state.items() if k.startswith("theta.")}
 
-    def step_(self, params: Params, state: Params, oracle: GradOracle, prox: Prox | None) -> None:
+    def step_(self, params: Tensors, state: Tensors, oracle: GradOracle, prox: Prox | None) -> None:
         if prox is not None:
             raise ValueError("MoreauEnvelope is its own proximal term; pass prox=None")
         theta = self.personalized(state)

@@ -16,25 +16,26 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from clusterfl.engine.base import ClientData, Params, Prox, Split
+from clusterfl.engine.base import ClientData, Prox, Split
 from clusterfl.engine.kernels import Batch, BoundOracle, KernelName, make_kernel
 from clusterfl.engine.losses import check_loss, num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import LocalRule
+from clusterfl.types import Tensors
 
 EVAL_CHUNK = 2048  # samples per client per evaluation chunk, to bound memory
 CHUNK_BYTES = 8 * 2**20  # parameters per client chunk (measured best for the DNN, docs/engine.md)
 GATHER_BYTES = 4 * 2**20  # one block of pre-gathered batches: fresh pages are slow, keep it small
 
 
-def _rows(tensors: Params, start: int, stop: int, full: int) -> Params:
+def _rows(tensors: Tensors, start: int, stop: int, full: int) -> Tensors:
     """Rows start:stop as views (in-place updates reach `tensors`), or `tensors` if all."""
     if start == 0 and stop == full:
         return tensors
     return {k: v[start:stop] for k, v in tensors.items()}
 
 
-def _reorder(tensors: Params, order: torch.Tensor) -> Params:
+def _reorder(tensors: Tensors, order: torch.Tensor) -> Tensors:
     return {k: v.index_select(0, order) for k, v in tensors.items()}
 
 
@@ -45,7 +46,7 @@ def _client_rows(x: torch.Tensor, clients: torch.Tensor) -> torch.Tensor:
     return x.index_select(0, clients.to(x.device))
 
 
-def _unsort(tensors: Params, order: torch.Tensor) -> Params:
+def _unsort(tensors: Tensors, order: torch.Tensor) -> Tensors:
     out = {}
     for k, v in tensors.items():
         out[k] = torch.empty_like(v).index_copy_(0, order, v)
@@ -62,15 +63,15 @@ class VectorizedEngine:
         self.kernel = make_kernel(model, kernel, loss)
 
     def train(
-        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
-    ) -> Params:
+    ) -> Tensors:
         return self.train_with_state(params, clients, rule, plan, prox)[0]
 
     def train_with_state(
-        self, params: Params, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
-    ) -> tuple[Params, Params]:
+    ) -> tuple[Tensors, Tensors]:
         active = plan.active.cpu()  # the plan's bookkeeping stays on the CPU
         order = torch.argsort(active.sum(0), descending=True, stable=True)
         n_active = active.sum(1).tolist()
@@ -143,7 +144,7 @@ class VectorizedEngine:
 
     @torch.no_grad()
     def evaluate(
-        self, params: Params, clients: torch.Tensor, split: Split
+        self, params: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, _ = self.data.split(split)
         n_sel, n_max = self.data.selected_sizes(clients, split)
@@ -162,7 +163,7 @@ class VectorizedEngine:
 
     @torch.no_grad()
     def sample_losses(
-        self, models: Params, clients: torch.Tensor, split: Split
+        self, models: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, _ = self.data.split(split)
         n_sel, n_max = self.data.selected_sizes(clients, split)

@@ -21,8 +21,8 @@ from clusterfl.evaluators.clients import ClientModels
 from clusterfl.evaluators.holdout import HoldoutProtocol
 from clusterfl.evaluators.recovery import ClusterRecovery
 from clusterfl.evaluators.views import ModelViews
-from clusterfl.loop import Evaluator, RunContext
 from clusterfl.registry import Registry
+from clusterfl.types import Evaluator, RunContext
 
 EvaluatorFactory = Callable[[Any], Evaluator]
 

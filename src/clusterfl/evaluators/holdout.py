@@ -32,16 +32,16 @@ import torch
 
 from clusterfl.aggregation import broadcast
 from clusterfl.clustering import match_centers
-from clusterfl.engine.base import LocalEngine, Params
-from clusterfl.loop import View
+from clusterfl.engine.base import LocalEngine
 from clusterfl.recovery import mixture_error
+from clusterfl.types import Tensors, View
 
 
 def metric_name(engine: LocalEngine) -> str:
     return "mse" if engine.data.is_regression else "acc"
 
 
-def local_metrics(engine: LocalEngine, models: Params) -> dict[str, float]:
+def local_metrics(engine: LocalEngine, models: Tensors) -> dict[str, float]:
     """Every client's model `models[k]` on its own train and test samples (see module doc)."""
     regression, name = engine.data.is_regression, metric_name(engine)
     clients = torch.arange(engine.data.num_clients)
@@ -60,7 +60,7 @@ def local_metrics(engine: LocalEngine, models: Params) -> dict[str, float]:
     return out
 
 
-def holdout_matrix(holdout: LocalEngine, centers: Params) -> np.ndarray:
+def holdout_matrix(holdout: LocalEngine, centers: Tensors) -> np.ndarray:
     """[D, S]: center s's MSE (or accuracy) on distribution d's held-out test set."""
     d = holdout.data.num_clients
     dists = torch.arange(d)

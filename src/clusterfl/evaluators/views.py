@@ -10,8 +10,8 @@ registered in `clusterfl.metrics` (`VIEW_METRICS`).
 
 from typing import Any
 
-from clusterfl.loop import View
 from clusterfl.metrics import VIEW_METRICS
+from clusterfl.types import View
 
 
 class ModelViews:

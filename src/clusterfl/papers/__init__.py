@@ -11,6 +11,8 @@ shared registries (algorithms, evaluators, metrics, data sources). Its directory
   paper), so that a train cell depends on `__init__.py` and `training/` only;
 - `report/`: the report code named by `Paper.report` ("module:function", `report/__init__.py`'s
   `build`, imported by the report stage only, so that training never imports plotting code);
+  what it takes and returns is defined in `clusterfl.reports.section`, since it names the
+  suite's config, which reads this registry;
 - `tools/` (some papers): code run by `clusterfl diagnose` / `clusterfl bench`, by no stage.
 Adding a paper is a new package and one line in `BUILTIN`; nothing else is edited.
 """
@@ -18,10 +20,9 @@ Adding a paper is a new package and one line in `BUILTIN`; nothing else is edite
 import dataclasses
 import importlib
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from clusterfl.errors import UserError
 
@@ -34,7 +35,9 @@ class Paper:
     key: str  # the `paper:` of a suite's cells, e.g. "p1"
     title: str
     directory: Path  # holds params.yaml and references.yaml
-    report: str | None = None  # "module:function" taking ReportInput, returning ReportOutput
+    # "module:function" taking a `clusterfl.reports.section.ReportInput`, returning a
+    # `ReportOutput` (`clusterfl.reports.section.section_builder` imports it)
+    report: str | None = None
     module: str = ""  # the module that defines it (set by `load_papers`)
 
     @property
@@ -44,35 +47,6 @@ class Paper:
     @property
     def references_file(self) -> Path:
         return self.directory / "references.yaml"
-
-    def report_function(self) -> Callable[["ReportInput"], "ReportOutput"] | None:
-        if self.report is None:
-            return None
-        module, _, name = self.report.partition(":")
-        return getattr(importlib.import_module(module), name)
-
-
-@dataclass(frozen=True)
-class ReportInput:
-    """What a paper's report function is given by the report stage."""
-
-    params: Any  # the suite's validated params (clusterfl.config.Params)
-    paper: Paper
-    cells: list[tuple[str, str]]  # (experiment, algorithm) of this paper with results
-    results: Path  # results/<suite>: a cell's seeds are <results>/<exp>/<alg>/seed<k>/
-    partitions: Path  # data/<suite>/partitions: <partitions>/<name>/seed<k>.npz
-    references: Mapping[str, Any]  # the paper's references.yaml
-    tables: Path  # the directory its tables go to (Markdown, CSV)
-    figures: Path  # the directory its figures go to (PNG)
-
-
-@dataclass
-class ReportOutput:
-    """A paper's section of the suite's report."""
-
-    markdown: str  # tables (and figure links) as Markdown, under the paper's heading
-    metrics: dict[str, Any] = field(default_factory=dict)  # merged into metrics.json
-    figures: list[Path] = field(default_factory=list)  # files written under `figures`
 
 
 def load_papers(modules: Iterable[str] = BUILTIN) -> dict[str, Paper]:

@@ -1,54 +1,16 @@
-"""The `Partition` value: client -> sample indices, with the ground truth kept beside it."""
+"""Splitting clients' samples into train and test, and a partition's `.npz` form on disk. The
+`Partition` value (client -> sample indices, with the ground truth kept beside it) is defined
+in `clusterfl.types` (every layer passes it) and re-exported here."""
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from clusterfl.errors import CorruptFile
 from clusterfl.io import atomic_write_npz, read_npz
+from clusterfl.types import Partition
 
-
-@dataclass(frozen=True)
-class Partition:
-    """Per-client train/test index arrays into one `Dataset`.
-
-    `cluster[k]` is client k's true cluster where the scheme defines one (else None);
-    `mixture[k, s]` its true share of distribution s for mixture schemes, the columns named
-    by `distributions`. `holdout[s]` is the held-out test set of distribution s (FedSoft).
-
-    Views: schemes that show samples transformed (rotation clusters, feature noise, one
-    modality of a multimodal set) list the transforms in `views` (names understood by
-    `clusterfl.partition.views`); their index arrays then encode `view * len(dataset) +
-    sample`. Read a client's data with `views.client_data`, which decodes and applies them.
-    With no views, indices are plain row numbers of the dataset.
-    """
-
-    train: tuple[np.ndarray, ...]
-    test: tuple[np.ndarray, ...]
-    cluster: np.ndarray | None = None
-    mixture: np.ndarray | None = None
-    views: tuple[str, ...] = ()
-    holdout: tuple[np.ndarray, ...] = ()
-    distributions: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if len(self.train) != len(self.test):
-            raise ValueError("train and test must list the same clients")
-        if self.cluster is not None and len(self.cluster) != len(self.train):
-            raise ValueError("cluster must have one entry per client")
-        if self.mixture is not None and len(self.mixture) != len(self.train):
-            raise ValueError("mixture must have one row per client")
-
-    @property
-    def num_clients(self) -> int:
-        return len(self.train)
-
-    def train_sizes(self) -> np.ndarray:
-        return np.array([len(t) for t in self.train])
-
-    def test_sizes(self) -> np.ndarray:
-        return np.array([len(t) for t in self.test])
+__all__ = ["Partition", "load_partition", "save_partition", "split_clients", "split_train_test"]
 
 
 def split_train_test(

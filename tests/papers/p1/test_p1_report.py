@@ -3,8 +3,9 @@ experiment for the cells that have something to draw."""
 
 import yaml
 
-from clusterfl.papers import ReportInput, load_papers
+from clusterfl.papers import load_papers
 from clusterfl.papers.p1.report import build
+from clusterfl.reports.section import ReportInput
 from tests.reports.histories import StandInSuite, write_accuracy_run
 
 SYN, MNIST = "p1_synthetic_mlr", "p1_mnist_subset_dnn"

@@ -3,9 +3,10 @@ value per algorithm in bold), its figure and its metrics; a value read at a give
 
 import yaml
 
-from clusterfl.papers import ReportInput, load_papers
+from clusterfl.papers import load_papers
 from clusterfl.papers.p1.report import build
 from clusterfl.papers.p1.report.sensitivity import value_at
+from clusterfl.reports.section import ReportInput
 from tests.reports.histories import StandInSuite, declare_primary, write_accuracy_run
 
 SWEEP = {"two": {"title": "personal lr", "variable": "personal lr",

@@ -4,10 +4,11 @@ the paper's matrix beside ours, the σ0 sweep, metrics and the figures it lists.
 import numpy as np
 import yaml
 
-from clusterfl.papers import ReportInput, load_papers
+from clusterfl.papers import load_papers
 from clusterfl.papers.p2.report import NO_SOFT_CELLS, build
 from clusterfl.partition import Partition
 from clusterfl.partition.base import save_partition
+from clusterfl.reports.section import ReportInput
 from tests.papers.p2.histories import write_soft_run
 from tests.reports.histories import StandInSuite
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import yaml
 
 from clusterfl.algorithms.base import Schedule
-from clusterfl.papers import ReportInput
 from clusterfl.papers.p3 import PAPER
 from clusterfl.papers.p3.report import build
+from clusterfl.reports.section import ReportInput
 
 # final (acc, gyro) accuracy per seed; overall = the mean of the two (equal test sizes)
 FINAL = {

@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import yaml
 
-from clusterfl.papers import ReportInput
 from clusterfl.papers.p4 import PAPER
 from clusterfl.papers.p4.report import build
+from clusterfl.reports.section import ReportInput
 
 FINAL = {("p4_fig1", "pfl_tc"): [5.0, 7.0], ("p4_fig1", "pdl_tc"): [6.0, 6.0],
          ("p4_fig1", "ifca_grad"): [10.0, 12.0], ("p4_fig1", "ifca_model"): [1.0, 30.0]}

@@ -14,7 +14,6 @@ import pandas as pd
 from clusterfl.data import load_dataset
 from clusterfl.metrics import ARI, METRICS, ROUND_SECONDS, TEST_ACC, metric
 from clusterfl.models import build_model
-from clusterfl.papers import ReportInput, ReportOutput
 from clusterfl.papers.benchmark.report.tables import (
     leaderboard,
     leaderboard_markdown,
@@ -24,6 +23,7 @@ from clusterfl.papers.benchmark.report.tables import (
 from clusterfl.partition import load_partition
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.tuning import cluster_field
 
 INTRO = """Personalized test accuracy (%): the model each client uses, on its own test split, \

@@ -10,7 +10,6 @@ from typing import Any
 import pandas as pd
 
 from clusterfl.metrics import TEST_ACC
-from clusterfl.papers import ReportInput, ReportOutput
 from clusterfl.papers.p1.report.protocol import protocol_markdown, protocol_rows
 from clusterfl.papers.p1.report.sensitivity import (
     best_labels,
@@ -22,6 +21,7 @@ from clusterfl.reports.diagnostics import diagnostic_section
 from clusterfl.reports.figures import experiment_figures
 from clusterfl.reports.results import paper_layout, summary_table
 from clusterfl.reports.runs import by_experiment, seed_rows
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.sweeps import sweep_values
 
 INTRO = """Table 2's shape: {label}, last round, mean ± std over seeds; the paper's number in \

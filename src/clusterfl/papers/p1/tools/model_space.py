@@ -28,13 +28,13 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.clustering import flatten, kmeans_plusplus
-from clusterfl.config import Params, mapping, read_yaml
+from clusterfl.config import SuiteConfig, mapping, read_yaml
 from clusterfl.data import build_dataset
 from clusterfl.errors import UserError, check_keys
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import Partition
 from clusterfl.recovery import adjusted_rand
-from clusterfl.runner import SeedInputs
+from clusterfl.types import SeedInputs
 
 # The diagnostic's own params file, in the paper's directory (data, not code)
 CONFIG = Path(__file__).parents[1] / "model_space.yaml"
@@ -62,7 +62,7 @@ def majority_share(y: np.ndarray, partition: Partition) -> float:
     return float(np.mean(shares))
 
 
-def trained_models(params: Params, experiment: str, algorithm: str, dataset: Any,
+def trained_models(params: SuiteConfig, experiment: str, algorithm: str, dataset: Any,
                    partition: Partition, seed: int, rounds: int) -> tuple[np.ndarray, Any]:
     """([N, p] flattened client models, the final `View`) of `algorithm` after `rounds`."""
     exp = params.experiment(experiment)
@@ -75,7 +75,7 @@ def trained_models(params: Params, experiment: str, algorithm: str, dataset: Any
     return flatten(view.client_models).double().numpy(), view
 
 
-def measure(params: Params, experiment: str, dataset_options: Mapping[str, Any], seed: int,
+def measure(params: SuiteConfig, experiment: str, dataset_options: Mapping[str, Any], seed: int,
             rounds: int, clustered: str = "pfedkm_k3") -> dict[str, float]:
     """One row: the ARI of every view in `VIEWS` for the experiment's partition with its
     dataset's options overridden by `dataset_options`, data and partition drawn with `seed`."""
@@ -101,7 +101,7 @@ def measure(params: Params, experiment: str, dataset_options: Mapping[str, Any],
     return row
 
 
-def table(params: Params, variants: Mapping[str, tuple[str, Mapping[str, Any]]],
+def table(params: SuiteConfig, variants: Mapping[str, tuple[str, Mapping[str, Any]]],
           seeds: Sequence[int], rounds: int, clustered: str = "pfedkm_k3") -> pd.DataFrame:
     """Mean and std over `seeds` of every view's ARI; `variants`: name -> (experiment,
     dataset options). Rows are variants, columns `<view>` and `<view>_std`."""

@@ -9,13 +9,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from clusterfl.papers import ReportInput, ReportOutput
 from clusterfl.papers.p2.report import figures, sweeps, tables
 from clusterfl.papers.p2.report.cells import SeedResult, cell_metrics, is_soft_cell, read_cell
 from clusterfl.partition import Partition, load_partition
 from clusterfl.reports.diagnostics import diagnostic_section
 from clusterfl.reports.figures import experiment_figures
 from clusterfl.reports.runs import by_experiment
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.sweeps import sweep_values
 
 INTRO = """Last round, mean ± std over seeds; MSE for regression experiments (lower is better), \

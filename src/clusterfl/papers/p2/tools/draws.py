@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.clustering import match_centers
-from clusterfl.config import Params
+from clusterfl.config import SuiteConfig
 from clusterfl.data import build_dataset
 from clusterfl.partition import build_partition
 from clusterfl.runner import run_seed
@@ -65,7 +65,7 @@ def fit(d: Sequence[float], excess: Sequence[float], squared: bool = True) -> Fi
                through, float(1 - np.sum((y - through * x) ** 2) / total))
 
 
-def draw_row(params: Params, experiment: str, algorithm: str, draw: int, seed: int = 0,
+def draw_row(params: SuiteConfig, experiment: str, algorithm: str, draw: int, seed: int = 0,
              rounds: int | None = None, dataset_options: Mapping[str, Any] | None = None,
              partition_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Train `algorithm` on `experiment` with its dataset drawn with seed `draw` (partition

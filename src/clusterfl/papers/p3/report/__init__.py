@@ -14,11 +14,11 @@ from typing import Any
 import numpy as np
 
 from clusterfl.engine.losses import LOSSES
-from clusterfl.papers import ReportInput, ReportOutput
 from clusterfl.papers.p3.report.claims import FIXED, claims_section
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
 from clusterfl.reports.runs import by_experiment, read_cell
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.tables import markdown_table, mean_std
 
 META = ("mmfl", "unimodal_meta_fl")

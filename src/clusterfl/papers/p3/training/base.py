@@ -26,8 +26,7 @@ import torch
 
 from clusterfl.aggregation import broadcast, gather
 from clusterfl.engine import Adam, Sgd, make_plan
-from clusterfl.engine.base import Params
-from clusterfl.loop import FederatedAlgorithm, View
+from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import init_params
 from clusterfl.options import require
 from clusterfl.papers.p3.training.context import P3Context, build_context
@@ -40,6 +39,7 @@ from clusterfl.papers.p3.training.steps import (
     restrict_plan,
     select_rates,
 )
+from clusterfl.types import SeedInputs, Tensors, View
 
 
 @dataclass(frozen=True)
@@ -78,14 +78,14 @@ class ModalityAlgorithm(FederatedAlgorithm):
         self.selected: list[torch.Tensor] = []
 
     @classmethod
-    def make_context(cls, run: Any) -> P3Context:
+    def make_context(cls, run: SeedInputs) -> P3Context:
         return build_context(run, pooled=cls.pooled)
 
     def default_evaluators(self) -> list[str]:
         return ["p3_modalities"]
 
     # -- state ----------------------------------------------------------------------------------
-    def initial_models(self) -> list[Params]:
+    def initial_models(self) -> list[Tensors]:
         """One fresh network per modality, each from its own generator; with a shared head
         every modality starts from modality 0's head."""
         inits = [init_params(mod.model, gen, self.schedule.init)
@@ -99,7 +99,7 @@ class ModalityAlgorithm(FederatedAlgorithm):
         self.models = [broadcast(init, mod.size)
                        for init, mod in zip(self.initial_models(), self.modalities, strict=True)]
 
-    def server(self, trained: list[Params]) -> list[Params]:
+    def server(self, trained: list[Tensors]) -> list[Tensors]:
         """The new client models of every modality from the trained ones."""
         raise NotImplementedError
 
@@ -118,13 +118,13 @@ class ModalityAlgorithm(FederatedAlgorithm):
             return Adam(lr, weight_decay=s.weight_decay)
         return Sgd(lr, weight_decay=s.weight_decay)
 
-    def select(self, m: int, start: Params) -> torch.Tensor:
+    def select(self, m: int, start: Tensors) -> torch.Tensor:
         """Steps 2-6: each client's selected rate (index into `self.rates`)."""
         if len(self.rates) == 1:
             return torch.zeros(self.modalities[m].size, dtype=torch.int64)
         return select_rates(self.held_out_losses(m, start)).cpu()
 
-    def held_out_losses(self, m: int, start: Params) -> torch.Tensor:
+    def held_out_losses(self, m: int, start: Tensors) -> torch.Tensor:
         """Steps 2-5: [R, C] the mean loss on client c's held-out subset d of its copy of
         `start` after `temp_steps` steps at rate r (one engine call per rate)."""
         mod, rng, s = self.modalities[m], self.rngs[m], self.schedule
@@ -143,7 +143,7 @@ class ModalityAlgorithm(FederatedAlgorithm):
             losses.append(loss_sum / held_n.to(loss_sum.device).clamp(min=1))
         return torch.stack(losses)
 
-    def train(self, m: int, start: Params, choice: torch.Tensor) -> Params:
+    def train(self, m: int, start: Tensors, choice: torch.Tensor) -> Tensors:
         """Step 7: every client from `start` with its selected rate, one engine call per rate."""
         mod, s = self.modalities[m], self.schedule
         plan = make_plan(mod.train_n.cpu().numpy(), s.batch_size, self.rngs[m],

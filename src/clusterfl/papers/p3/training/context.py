@@ -16,12 +16,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from clusterfl.algorithms.base import Schedule
+from clusterfl.algorithms.base import Schedule, model_schedule
 from clusterfl.engine import ENGINES, ClientData, LocalEngine
 from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm, RunContext
+from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import build_model
 from clusterfl.partition import views
+from clusterfl.types import RunContext, SeedInputs
 
 
 @dataclass(frozen=True)
@@ -60,14 +61,14 @@ def modality_clients(partition: Any, key: str) -> list[tuple[str, np.ndarray]]:
     return [(name, np.flatnonzero(cluster == m)) for m, name in enumerate(names)]
 
 
-def build_context(run: Any, pooled: bool = False) -> P3Context:
-    """The context of one seed (`run`: `clusterfl.runner.SeedInputs`). `pooled`: each
+def build_context(run: SeedInputs, pooled: bool = False) -> P3Context:
+    """The context of one seed. `pooled`: each
     modality's clients' samples joined into one client (the centralized baseline)."""
     experiment, dataset, partition = run.experiment, run.dataset, run.partition
     key = f"experiments.{experiment.name}"
     if experiment.model is None:
         raise UserError(f"{key}.model: P3 algorithms train a model (p3_net)")
-    schedule = experiment.schedule
+    schedule = model_schedule(experiment)
     schedule.validate_neural(f"{key}.training")
     schedule.check_loss(dataset.is_regression, f"{key}.training")
     if schedule.clients_per_round is not None:

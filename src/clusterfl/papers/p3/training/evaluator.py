@@ -10,8 +10,8 @@ from typing import Any
 
 import torch
 
-from clusterfl.loop import View
 from clusterfl.metrics import METRICS, TEST_ACC, TEST_LOSS, TRAIN_ACC, TRAIN_LOSS, Metric, register
+from clusterfl.types import View
 
 
 def modality_metrics(modality: str) -> tuple[Metric, Metric]:

@@ -22,13 +22,13 @@ Standalone (one client alone) and the centralized baseline are `standalone.py` a
 """
 
 from clusterfl.aggregation import broadcast
-from clusterfl.engine.base import Params
 from clusterfl.papers.p3.training.base import ModalityAlgorithm
 from clusterfl.papers.p3.training.steps import server_step
+from clusterfl.types import Tensors
 
 
 class MmFL(ModalityAlgorithm):
-    def server(self, trained: list[Params]) -> list[Params]:
+    def server(self, trained: list[Tensors]) -> list[Tensors]:
         """Step 10: per-modality FedAvg of the encoders, the head shared (or per modality)."""
         sizes = [mod.train_n for mod in self.modalities]
         new = server_step(trained, sizes, self.hyper.share_head)

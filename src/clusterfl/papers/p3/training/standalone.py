@@ -5,10 +5,10 @@ It shares mmFL's local work (`base.ModalityAlgorithm`: with several `rates` each
 selects its own, with one it trains at that rate) and has no server step.
 """
 
-from clusterfl.engine.base import Params
 from clusterfl.papers.p3.training.base import ModalityAlgorithm
+from clusterfl.types import Tensors
 
 
 class Standalone(ModalityAlgorithm):
-    def server(self, trained: list[Params]) -> list[Params]:
+    def server(self, trained: list[Tensors]) -> list[Tensors]:
         return trained

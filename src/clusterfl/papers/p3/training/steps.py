@@ -17,8 +17,8 @@ import torch
 
 from clusterfl.aggregation import weighted_average
 from clusterfl.engine import BatchPlan, ClientData
-from clusterfl.engine.base import Params
 from clusterfl.papers.p3.training.model import HEAD
+from clusterfl.types import Tensors
 
 
 def modality_seed(seed: int, modality: int) -> int:
@@ -80,8 +80,8 @@ def select_rates(losses: torch.Tensor) -> torch.Tensor:
     return clean.argmin(dim=0)
 
 
-def server_step(local: list[Params], sizes: list[torch.Tensor], share_head: bool
-                ) -> list[Params]:
+def server_step(local: list[Tensors], sizes: list[torch.Tensor], share_head: bool
+                ) -> list[Tensors]:
     """Step 10: the next global model of each modality cluster m from its clients' trained
     models `local[m]` ([n_m, ...]) and their sample counts `sizes[m]`.
 

@@ -14,12 +14,12 @@ table (accuracy, ARI), figure (accuracy and ARI per round) and verdicts.
 
 import numpy as np
 
-from clusterfl.papers import ReportInput, ReportOutput
 from clusterfl.papers.p4.report.claims import claims_section, real_claims_section
 from clusterfl.papers.p4.report.groups import finals, sweep_values
 from clusterfl.papers.p4.report.plots import fig1_figure, fig2_figure, sweep_figure
 from clusterfl.papers.p4.report.real import is_real, real_figure, real_finals, real_table
 from clusterfl.reports.runs import by_experiment
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.tables import markdown_table, mean_std
 
 

@@ -23,8 +23,8 @@ import torch
 from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import NeuralAlgorithm
 from clusterfl.clustering import cluster_average
-from clusterfl.engine.base import Params
 from clusterfl.errors import UserError
+from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,10 @@ class ClusterFedAvg(NeuralAlgorithm):
         self.cluster_models = cluster_average(local, self.truth[clients].numpy(),
                                               self.train_sizes[clients], self.cluster_models)
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return gather(self.cluster_models, self.truth)
 
-    def centers(self) -> Params:
+    def centers(self) -> Tensors:
         return self.cluster_models
 
     def assignment(self) -> torch.Tensor:

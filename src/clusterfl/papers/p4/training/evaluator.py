@@ -7,9 +7,9 @@ from typing import Any
 
 import torch
 
-from clusterfl.loop import View
 from clusterfl.metrics import Metric, register
 from clusterfl.papers.p4.training.rounds import model_error
+from clusterfl.types import View
 
 OPTIMUM_ERROR = register(Metric("optimum_error", "error (1/N) Σ ‖x_i − x*_k(i)‖²", True))
 

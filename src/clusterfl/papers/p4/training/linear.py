@@ -15,16 +15,16 @@ Readings (the numerical ones are in `momentum`, `threshold` and `rounds`):
 """
 
 from dataclasses import dataclass, fields
-from typing import Any
 
 import numpy as np
 import torch
 
-from clusterfl.loop import FederatedAlgorithm, GroundTruth, RunContext, View
+from clusterfl.loop import FederatedAlgorithm
 from clusterfl.options import require
 from clusterfl.papers.p4.training.momentum import LinearClients, LocalUpdate, stack_clients
 from clusterfl.papers.p4.training.rounds import Clustering, MomentumState, initial_state
 from clusterfl.partition.views import client_data
+from clusterfl.types import GroundTruth, RunContext, SeedInputs, View
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ class LinearContext(RunContext):
     cluster: torch.Tensor | None = None  # [N] int64
 
 
-def linear_context(run: Any) -> LinearContext:
+def linear_context(run: SeedInputs) -> LinearContext:
     """`FederatedAlgorithm.make_context` plus every client's samples (train + test joined)
     and the true optima in `truth.extras`."""
     base = FederatedAlgorithm.make_context(run)
@@ -92,7 +92,7 @@ class LinearProblem(FederatedAlgorithm):
     """An algorithm over the stacked least-squares clients (`LinearContext`)."""
 
     @classmethod
-    def make_context(cls, run: Any) -> LinearContext:
+    def make_context(cls, run: SeedInputs) -> LinearContext:
         return linear_context(run)
 
     @property

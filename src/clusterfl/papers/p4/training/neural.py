@@ -35,18 +35,19 @@ Readings (beyond those of the linear version in `momentum`, `threshold` and `rou
 """
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 
 from clusterfl.aggregation import broadcast
 from clusterfl.algorithms.base import NeuralAlgorithm, NeuralContext
 from clusterfl.clustering import flatten, unflatten
-from clusterfl.engine.base import Params, Prox
+from clusterfl.engine.base import Prox
 from clusterfl.engine.rules import GradOracle, add_penalty_grads_
 from clusterfl.options import require
 from clusterfl.papers.p4.training.momentum import momentum_alpha, update_momentum
 from clusterfl.papers.p4.training.rounds import Clustering
+from clusterfl.types import SeedInputs, Tensors
 
 
 @dataclass(frozen=True)
@@ -61,10 +62,10 @@ class GradientSum:
     lr: float
     weight_decay: float = 0.0
 
-    def init_state(self, params: Params) -> Params:
+    def init_state(self, params: Tensors) -> Tensors:
         return {f"sum.{k}": torch.zeros_like(w) for k, w in params.items()}
 
-    def step_(self, params: Params, state: Params, oracle: GradOracle,
+    def step_(self, params: Tensors, state: Tensors, oracle: GradOracle,
               prox: Prox | None) -> None:
         g = oracle.grads(params)
         add_penalty_grads_(g, params, self.weight_decay, prox)
@@ -73,7 +74,7 @@ class GradientSum:
             w.sub_(g[k], alpha=self.lr)
 
     @staticmethod
-    def summed(state: Params) -> Params:
+    def summed(state: Tensors) -> Tensors:
         return {k.removeprefix("sum."): v for k, v in state.items() if k.startswith("sum.")}
 
 
@@ -105,7 +106,7 @@ class NeuralMomentum(NeuralAlgorithm):
     hyper: NeuralMomentumHyper
 
     @classmethod
-    def make_context(cls, run: Any) -> NeuralContext:
+    def make_context(cls, run: SeedInputs) -> NeuralContext:
         ctx = super().make_context(run)
         require(ctx.clients_per_round is None, f"experiments.{run.experiment.name}.training."
                 "clients_per_round", "PFL-TC / PDL-TC take every client every round; unset it")
@@ -144,7 +145,7 @@ class NeuralMomentum(NeuralAlgorithm):
                        for k, w in self.params.items()}
         self.rounds_done += 1
 
-    def client_models(self) -> Params:
+    def client_models(self) -> Tensors:
         return self.params
 
     def assignment(self) -> torch.Tensor | None:

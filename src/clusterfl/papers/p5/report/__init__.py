@@ -12,7 +12,6 @@
 
 import pandas as pd
 
-from clusterfl.papers import ReportInput, ReportOutput
 from clusterfl.papers.p5.report.claims import Verdict, check
 from clusterfl.papers.p5.report.figures import clustering_figure, convergence_figure
 from clusterfl.papers.p5.training.metrics import (
@@ -23,6 +22,7 @@ from clusterfl.papers.p5.training.metrics import (
     UPLOAD_TOTAL,
 )
 from clusterfl.reports.runs import by_experiment, mean_curve, read_cell
+from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.tables import markdown_table, mean_std
 
 SCORES = (CLUSTERING_ACCURACY, CLUSTERING_ARI, CLUSTERING_NMI)

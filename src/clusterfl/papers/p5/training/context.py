@@ -18,10 +18,11 @@ import numpy as np
 import torch
 
 from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm, RunContext
+from clusterfl.loop import FederatedAlgorithm
 from clusterfl.papers.p5.training.clients import Federation
 from clusterfl.papers.p5.training.onmf import ObjectiveParts, WBounds
 from clusterfl.partition.views import gather
+from clusterfl.types import RunContext, SeedInputs
 
 
 @dataclass
@@ -64,8 +65,8 @@ def federation_context(base: RunContext, rows: list[np.ndarray], labels: list[np
                      clusters=clusters, data_norm=float(np.sum(every**2)))
 
 
-def build_context(run: Any) -> P5Context:
-    """`FederatedAlgorithm.make_context` for P5 (`run`: `clusterfl.runner.SeedInputs`)."""
+def build_context(run: SeedInputs) -> P5Context:
+    """`FederatedAlgorithm.make_context` for P5."""
     base = FederatedAlgorithm.make_context(run)
     rows, labels = client_rows(run.dataset, run.partition)
     return federation_context(base, rows, labels, int(run.dataset.num_classes), run.device)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from clusterfl.loop import FederatedAlgorithm, View
+from clusterfl.loop import FederatedAlgorithm
 from clusterfl.options import require
 from clusterfl.papers.p5.training.context import P5Context, build_context, objective_from_statistics
 from clusterfl.papers.p5.training.evaluators import CLUSTERING, OBJECTIVE_EVALUATOR
@@ -37,6 +37,7 @@ from clusterfl.papers.p5.training.onmf import (
 )
 from clusterfl.papers.p5.training.onmf import RHO as RHO0
 from clusterfl.papers.p5.training.sncp import initial_point
+from clusterfl.types import SeedInputs, View
 
 INIT_STREAM = 5  # the common initial point's generator: default_rng([INIT_STREAM, seed])
 
@@ -60,7 +61,7 @@ class P5Algorithm(FederatedAlgorithm):
     transient = (*FederatedAlgorithm.transient, "x")  # the centralized methods' data matrix
 
     @classmethod
-    def make_context(cls, run: Any) -> P5Context:
+    def make_context(cls, run: SeedInputs) -> P5Context:
         return build_context(run)
 
     def __init__(self, hyper: Any, ctx: P5Context) -> None:
