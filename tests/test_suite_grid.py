@@ -84,11 +84,11 @@ def test_a_suite_that_extends_another_adds_its_algorithm_to_the_grid(tmp_path):
     with pytest.raises(UserError, match=r"suites/mine/params\.yaml:suite\.grid\[6\]\.algorithms"
                                         r" \(paper p1\): unknown value 'pfedme_p1s'"):
         load_params(tmp_path / "suites/mine/params.yaml")
-    mine["grid"][0]["algorithms"] = ["ifca_k3"]
+    mine["grid"][0]["algorithms"] = ["cfl"]
     (tmp_path / "suites/mine/params.yaml").write_text(yaml.safe_dump({"suite": mine}))
     p = load_params(tmp_path / "suites/mine/params.yaml")
     assert p.seeds == [7] and len(p.cells) == 18
-    assert p.cells[-1].name == "p1_synthetic_mlr-ifca_k3"
+    assert p.cells[-1].name == "p1_synthetic_mlr-cfl"
     mine["extends"] = "mine"
     (tmp_path / "suites/mine/params.yaml").write_text(yaml.safe_dump({"suite": mine}))
     with pytest.raises(UserError, match=r"suite\.extends: suite 'mine' extends itself"):
