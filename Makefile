@@ -15,15 +15,19 @@ $(STAMP): requirements.lock pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 reproduce: $(STAMP)  ## download -> partition -> train -> report, default suite
+	$(BIN)/clusterfl render default
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
 
 paper: $(STAMP)  ## the papers' settings on offline data (hours on 2 cores)
+	$(BIN)/clusterfl render paper
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro suites/paper/dvc.yaml
 
 paper-online: $(STAMP)  ## the papers' settings on data that must be downloaded
+	$(BIN)/clusterfl render paper_online
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro suites/paper_online/dvc.yaml
 
 schemes: $(STAMP)  ## every paper's partition scheme, no training
+	$(BIN)/clusterfl render schemes
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro suites/schemes/dvc.yaml
 
 browser:  ## Debian's Chromium for tests/test_browser.py (installed as root with apt-get only)

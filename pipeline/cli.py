@@ -274,6 +274,8 @@ def report(
 @app.command()
 @user_errors
 def render(
+    suites: Annotated[list[str] | None, typer.Argument(
+        help="Suites to render (default: every suite of the repository).")] = None,
     check: Annotated[bool, typer.Option(
         "--check", help="Write nothing; exit 1 listing the dvc.yaml files that are stale.")]
         = False,
@@ -282,7 +284,7 @@ def render(
     from its grid: the cells, their partitions and datasets, and each stage's code deps."""
     from pipeline.render import run as render_all
 
-    stale = render_all(Path("."), check=check)
+    stale = render_all(Path("."), check=check, only=suites)
     for path in stale:
         console.print(f"{'stale' if check else 'wrote'} {path}", highlight=False)
     if not stale:

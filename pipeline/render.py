@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from clusterfl.config import SuiteConfig, load_params, read_yaml, suite_chain, suite_root
-from clusterfl.errors import UserError
+from clusterfl.errors import UserError, unknown_name
 from pipeline.imports import closure, function_imports, graph
 
 HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the import graph: do not\n"
@@ -188,10 +188,18 @@ def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:
     return HEADER.format(suite=shown) + body
 
 
-def run(root: Path, check: bool = False) -> list[Path]:
-    """Render every suite; with `check`, write nothing and return the stale dvc.yaml files."""
+def run(root: Path, check: bool = False, only: Iterable[str] | None = None) -> list[Path]:
+    """Render every suite (or those named in `only`); with `check`, write nothing and return
+    the stale dvc.yaml files."""
     code, stale = Code(root), []
-    for suite in suite_files(root):
+    files = suite_files(root)
+    if only:
+        by_name = {("default" if f.parent == root else f.parent.name): f for f in files}
+        for name in only:
+            if name not in by_name:
+                raise unknown_name("suite", name, list(by_name))
+        files = [by_name[name] for name in only]
+    for suite in files:
         text = render(load_params(suite), root, code)
         target = dvc_file(suite)
         current = target.read_text() if target.exists() and not target.is_symlink() else None

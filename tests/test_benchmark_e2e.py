@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.workspace import copy_pipeline
+from tests.workspace import copy_pipeline, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
@@ -37,16 +37,16 @@ def workspace(tmp_path_factory):
     (ws / "params.yaml").write_text(yaml.safe_dump(catalogue, sort_keys=False))
     suite = yaml.safe_load((ROOT / "suites/benchmark/params.yaml").read_text())
     suite["suite"].update(
-        seeds=SEEDS, training={"rounds": 2}, partitions=SCHEMES,
+        seeds=SEEDS, training={"rounds": 2},
         partition_options={s: {"num_clients": 4} for s in SCHEMES},
         tuning={"seeds": [0], "lr": [0.02, 0.2], "clusters": {"bm_rot4": [4, 2]},
                 "default_clusters": [2]},
-        cells={f"{e}-{a}": {"paper": "benchmark", "experiment": e, "algorithm": a}
-               for e in SCHEMES for a in ALGORITHMS})
+        grid=[{"experiments": SCHEMES, "algorithms": ALGORITHMS}])
     (ws / "suites/benchmark/params.yaml").write_text(yaml.safe_dump(suite, sort_keys=False))
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
            "PYTHONPATH": f"{ws}:{ws / 'src'}", "CLUSTERFL_THREADS": "1",
            "MLFLOW_TRACKING_URI": f"sqlite:///{ws / 'mlflow.db'}"}
+    render(ws, env, "benchmark")
     _sh(["git", "init", "-q"], ws, env)
     _sh([str(BIN / "dvc"), "init", "-q"], ws, env)
     out = _sh([str(BIN / "dvc"), "repro", "suites/benchmark/dvc.yaml"], ws, env)
@@ -77,7 +77,7 @@ def test_stages_picks_and_leaderboard_match_the_histories(workspace):
             best = max(picks["grid"], key=lambda g: g["score"])  # the first of equal ones
             assert best["score"] == max(g["score"] for g in picks["grid"])
             assert {k: best[k] for k in picks["picked"]} == picks["picked"]
-            used = json.loads((ws / f"results/benchmark/{exp}/{alg}/tracking.json").read_text())
+            used = json.loads((ws / f"logs/benchmark/{exp}/{alg}/tracking.json").read_text())
             assert used["params"]["schedule"]["lr"] == picks["picked"]["lr"]
             if alg == "ifca":
                 assert used["params"]["algorithm"]["num_clusters"] == \

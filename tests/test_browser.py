@@ -65,10 +65,8 @@ def repo(tmp_path_factory):
 
     ws = tmp_path_factory.mktemp("repo")
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    cells = {f"{EXPERIMENT}-{a}": {"paper": "p1", "experiment": EXPERIMENT, "algorithm": a}
-             for a in ALGORITHMS}
-    params["suite"].update(seeds=SEEDS, training={"rounds": ROUNDS}, cells=cells,
-                           datasets=["p1_synthetic"], partitions=["p1_synthetic"])
+    params["suite"].update(seeds=SEEDS, training={"rounds": ROUNDS},
+                           grid=[{"experiments": [EXPERIMENT], "algorithms": ALGORITHMS}])
     params["datasets"]["p1_synthetic"].update(clients_per_cluster=3, max_size=200)
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     commands = [["download", "p1_synthetic"], ["partition", "p1_synthetic"],

@@ -51,10 +51,8 @@ def _run(ws: Path, *args: str, driver: tuple[int, int, int] | None = None):
 def workspace(tmp_path_factory) -> Path:
     ws = tmp_path_factory.mktemp("ws")
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["suite"].update(seeds=[0, 1], training={"rounds": 6}, datasets=["p1_synthetic"],
-                           partitions=["p1_synthetic"],
-                           cells={"-".join(CELL): {"paper": "p1", "experiment": CELL[0],
-                                                   "algorithm": CELL[1]}})
+    params["suite"].update(seeds=[0, 1], training={"rounds": 6},
+                           grid=[{"experiments": [CELL[0]], "algorithms": [CELL[1]]}])
     params["datasets"]["p1_synthetic"].update(clients_per_cluster=3, max_size=200)
     params["checkpoints"] = {"every": 2}
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.workspace import copy_pipeline
+from tests.workspace import copy_pipeline, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
@@ -42,10 +42,8 @@ def _write_sweep(ws: Path) -> None:
                                              for name, plr in POINTS.items()]}}
     (p1 / "references.yaml").write_text(yaml.safe_dump(refs, sort_keys=False))
     root = yaml.safe_load((ROOT / "params.yaml").read_text())
-    root["suite"].update(seeds=[0], training={}, datasets=["p1_synthetic"],
-                         partitions=["p1_synthetic"],
-                         cells={f"{e}-pfedme": {"paper": "p1", "experiment": e,
-                                                "algorithm": "pfedme"} for e in POINTS})
+    root["suite"].update(seeds=[0], training={},
+                         grid=[{"experiments": list(POINTS), "algorithms": ["pfedme"]}])
     root["datasets"]["p1_synthetic"].update(clients_per_cluster=3, max_size=200)
     (ws / "params.yaml").write_text(yaml.safe_dump(root, sort_keys=False))
 
@@ -58,6 +56,7 @@ def test_a_two_point_sweep_is_two_runs_and_a_figure(tmp_path):
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
            "PYTHONPATH": f"{ws}:{ws / 'src'}", "CLUSTERFL_THREADS": "1",
            "MLFLOW_TRACKING_URI": f"sqlite:///{ws / 'mlflow.db'}"}
+    render(ws, env, "default")
     _sh(["git", "init", "-q"], ws, env)
     _sh([str(BIN / "dvc"), "init", "-q"], ws, env)
     out = _sh([str(BIN / "dvc"), "repro"], ws, env)

@@ -1,10 +1,14 @@
-"""The real pipeline (dvc.yaml + the params files + CLI) end to end, shrunk to seconds.
+"""The real pipeline (rendered dvc.yaml + the params files + CLI) end to end, shrunk to
+seconds, with real DVC.
 
 What DVC runs is exactly the active suite's stages; a second run is a no-op; one changed
-hyperparameter re-runs only its cells; a change anywhere in the code a cell imports makes
-its cell out of date; another suite runs beside the default one without touching it.
+hyperparameter re-runs only its cells; code deps follow imports (a P5 change leaves every
+P1 cell up to date, a report change re-runs only the report, a shared-engine change every
+cell); outputs are the same on every run; `dvc exp run -S`, `dvc plots` and a DVC remote
+round trip work; another suite runs beside the default one without touching it.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -13,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.workspace import copy_pipeline
+from tests.workspace import copy_pipeline, grid, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
@@ -21,7 +25,9 @@ pytestmark = pytest.mark.slow
 
 CELLS = [("p1", "p1_synthetic_mlr", "fedavg"), ("p1", "p1_synthetic_mlr", "pfedkm_k2"),
          ("p1", "p1_mnist_subset_dnn", "fedavg"), ("p1", "p1_mnist_subset_dnn", "pfedkm_k2"),
-         ("p2", "p2_synth_1090", "fedsoft"), ("p2", "p2_synth_1090", "fedem")]
+         ("p2", "p2_synth_1090", "fedsoft"), ("p2", "p2_synth_1090", "fedem"),
+         ("p5", "p5_small_noniid", "fedcgds")]
+TRAIN = {f"train@{e}-{a}" for _, e, a in CELLS}
 
 
 def _sh(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
@@ -30,14 +36,13 @@ def _sh(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
     return proc.stdout + proc.stderr
 
 
-def _cells(cells: list[tuple[str, str, str]]) -> dict:
-    return {f"{e}-{a}": {"paper": p, "experiment": e, "algorithm": a} for p, e, a in cells}
+def _dvc(ws: Path, env: dict[str, str], *args: str) -> str:
+    return _sh([str(BIN / "dvc"), *args], ws, env)
 
 
 def _shrink(params: dict) -> dict:
-    params["suite"].update(seeds=[0, 1], training={"rounds": 3}, cells=_cells(CELLS),
-                           datasets=["p1_synthetic", "mnist_subset", "p2_synthetic"],
-                           partitions=["p1_synthetic", "p1_mnist_subset", "p2_1090"])
+    params["suite"].update(seeds=[0, 1], training={"rounds": 3},
+                           grid=grid([(e, a) for _, e, a in CELLS]))
     params["datasets"]["p1_synthetic"].update(clients_per_cluster=3, max_size=200)
     params["partitions"]["p1_mnist_subset"]["num_clients"] = 6
     params["datasets"]["p2_synthetic"].update(samples_per_distribution=600,
@@ -53,40 +58,45 @@ def _ran(output: str) -> set[str]:
     return {name.rsplit(":", 1)[-1] for name in re.findall(r"Running stage '([^']+)'", output)}
 
 
+def _stale(ws: Path, env: dict[str, str]) -> set[str]:
+    """The default suite's stages `dvc status` lists as changed."""
+    return set(re.findall(r"^(\S+):\s*$", _dvc(ws, env, "status", "dvc.yaml"), flags=re.M))
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     ws = tmp_path_factory.mktemp("repo")
     copy_pipeline(ws)
+    (ws / ".gitignore").write_text("mlflow.db\n/logs/\n/checkpoints/\n__pycache__/\n")
     params = _shrink(yaml.safe_load((ROOT / "params.yaml").read_text()))
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    other = yaml.safe_load((ROOT / "suites/paper/params.yaml").read_text())
-    other["suite"].update(name="other", file="suites/other/params.yaml", seeds=[0],
-                          training={"rounds": 2}, datasets=["p1_synthetic"],
-                          partitions=["p1_synthetic"],
-                          cells=_cells([("p1", "p1_synthetic_mlr", "fedavg")]))
+    other = {"name": "other", "seeds": [0], "training": {"rounds": 2},
+             "grid": grid([("p1_synthetic_mlr", "fedavg")])}
     (ws / "suites/other").mkdir()
-    (ws / "suites/other/dvc.yaml").symlink_to("../../dvc.yaml")
-    (ws / "suites/other/params.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
+    (ws / "suites/other/params.yaml").write_text(yaml.safe_dump({"suite": other}))
     env = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}",
            "PYTHONPATH": f"{ws}:{ws / 'src'}", "CLUSTERFL_THREADS": "1",
            "MLFLOW_TRACKING_URI": f"sqlite:///{ws / 'mlflow.db'}"}
+    render(ws, env, "default", "other")
     _sh(["git", "init", "-q"], ws, env)
-    _sh([str(BIN / "dvc"), "init", "-q"], ws, env)
-    first = _sh([str(BIN / "dvc"), "repro"], ws, env)
+    _dvc(ws, env, "init", "-q")
+    first = _dvc(ws, env, "repro")
     return ws, env, first
 
 
 def test_repro_runs_exactly_the_suite_and_writes_reports_and_mlflow_runs(workspace):
     ws, env, first = workspace
-    expected = ({f"download@{d}" for d in ("p1_synthetic", "mnist_subset", "p2_synthetic")}
-                | {f"partition@{p}" for p in ("p1_synthetic", "p1_mnist_subset", "p2_1090")}
-                | {f"train@{e}-{a}" for _, e, a in CELLS} | {"report"})
+    expected = ({f"download@{d}" for d in ("p1_synthetic", "mnist_subset", "p2_synthetic",
+                                            "p5_fedc_small")}
+                | {f"partition@{p}" for p in ("p1_synthetic", "p1_mnist_subset", "p2_1090",
+                                              "p5_small_noniid")}
+                | TRAIN | {"report"})
     assert _ran(first) == expected
     assert not (ws / "results/other").exists()
     table = (ws / "reports/default/tables/results.md").read_text()
     for _, exp, alg in CELLS:
         assert re.search(rf"\| {exp} \| {alg} \| .* \| 2 \|", table), (exp, alg)
-    metrics = _sh([str(BIN / "dvc"), "metrics", "show"], ws, env)
+    metrics = _dvc(ws, env, "metrics", "show")
     assert "p1_synthetic_mlr.pfedkm_k2.last_acc" in metrics
     assert "p2_synth_1090.fedsoft.last_mse" in metrics
     assert any((ws / "reports/default/figures").glob("*.png"))
@@ -98,7 +108,7 @@ def test_repro_runs_exactly_the_suite_and_writes_reports_and_mlflow_runs(workspa
     trained = [r for r in runs if r.data.tags.get("stage") == "train"]
     parents = [r for r in trained if "mlflow.parentRunId" not in r.data.tags]
     children = [r for r in trained if "mlflow.parentRunId" in r.data.tags]
-    assert len(parents) == 6 and len(children) == 12  # 6 cells, 2 seeds each
+    assert len(parents) == 7 and len(children) == 14  # 7 cells, 2 seeds each
     assert [r.info.run_name for r in runs if r.data.tags.get("stage") == "report"] == [
         "report/default"]
     assert "<table>" in (ws / "reports/default/index.html").read_text()  # a DVC out too
@@ -108,44 +118,120 @@ def test_repro_runs_exactly_the_suite_and_writes_reports_and_mlflow_runs(workspa
     assert parents[0].data.tags["suite"] == "default"
 
 
+def test_what_differs_per_run_lives_outside_the_outs(workspace):
+    """Timings and tracking records (git commit, attempt id) are in logs/, not in the DVC
+    outs; they still reach the report's costs page, which is not an out either."""
+    ws, _, _ = workspace
+    cell = Path("p1_synthetic_mlr/pfedkm_k2")
+    assert sorted(p.name for p in (ws / "results/default" / cell).rglob("*.json")) == [
+        "history.json", "history.json", "summary.json"]
+    logs = ws / "logs/default" / cell
+    assert (logs / "tracking.json").exists()
+    timings = json.loads((logs / "seed0/timings.json").read_text())["records"]
+    assert [t["round"] for t in timings] == [1, 2, 3]
+    assert all(t["round_seconds"] > 0 and t["kmeans_seconds"] > 0 for t in timings)
+    costs = (ws / "reports/default/costs.md").read_text()
+    assert "p1_synthetic_mlr/pfedkm_k2" in costs and "kmeans_seconds (mean)" in costs
+    lock = (ws / "dvc.lock").read_text()
+    assert "costs.md" not in lock and "timings.json" not in lock and "logs/" not in lock
+
+
+def test_outputs_are_the_same_on_every_run(workspace):
+    """Training a cell again and rebuilding the report gives byte-identical outs, so the
+    lock does not change: `git checkout dvc.lock` and a fresh clone's run stay clean."""
+    ws, env, _ = workspace
+    lock = (ws / "dvc.lock").read_bytes()
+    out = _dvc(ws, env, "repro", "-f", "-s", "train@p1_synthetic_mlr-pfedkm_k2")
+    assert _ran(out) == {"train@p1_synthetic_mlr-pfedkm_k2"}
+    _dvc(ws, env, "repro", "-f", "-s", "report")
+    assert (ws / "dvc.lock").read_bytes() == lock
+    assert "Data and pipelines are up to date" in _dvc(ws, env, "repro")
+
+
 def test_second_repro_does_nothing_and_one_hyperparameter_reruns_its_cells(workspace):
     ws, env, _ = workspace
-    assert "Data and pipelines are up to date" in _sh([str(BIN / "dvc"), "repro"], ws, env)
+    assert "Data and pipelines are up to date" in _dvc(ws, env, "repro")
     paper = ws / "src/clusterfl/papers/p1/params.yaml"
     text = paper.read_text()
     paper.write_text(text.replace("server_lr: 1.0", "server_lr: 0.5"))
     try:
-        out = _sh([str(BIN / "dvc"), "repro"], ws, env)
+        out = _dvc(ws, env, "repro")
     finally:
         paper.write_text(text)
     assert _ran(out) == {"train@p1_synthetic_mlr-fedavg", "train@p1_mnist_subset_dnn-fedavg",
                          "report"}
-    _sh([str(BIN / "dvc"), "repro"], ws, env)  # back to the original numbers
+    _dvc(ws, env, "repro")  # back to the original numbers
 
 
-def test_a_change_in_code_a_cell_imports_makes_every_cell_out_of_date(workspace):
+@pytest.mark.parametrize(("touched", "stale"), [
+    # a paper's training code: its own cells and the report, never another paper's cells
+    ("src/clusterfl/papers/p5/training/onmf.py", {"train@p5_small_noniid-fedcgds", "report"}),
+    # report code: the report alone
+    ("src/clusterfl/papers/p1/report/protocol.py", {"report"}),
+    ("src/clusterfl/reports/figures.py", {"report"}),
+])
+def test_code_deps_follow_imports(workspace, touched, stale):
     ws, env, _ = workspace
-    module = ws / "src/clusterfl/partition/views.py"
+    module = ws / touched
     text = module.read_text()
     module.write_text(text + "\n# touched\n")
     try:
-        status = _sh([str(BIN / "dvc"), "status", "dvc.yaml"], ws, env)  # the default suite
+        assert _stale(ws, env) == stale
     finally:
         module.write_text(text)
-    stale = set(re.findall(r"^(train@\S+):", status, flags=re.M))
-    assert stale == {f"train@{e}-{a}" for _, e, a in CELLS}
-    assert "Data and pipelines are up to date" in _sh([str(BIN / "dvc"), "status", "dvc.yaml"],
-                                                      ws, env)
+    assert _stale(ws, env) == set()
+
+
+def test_a_change_in_the_shared_engine_makes_every_cell_out_of_date(workspace):
+    ws, env, _ = workspace
+    module = ws / "src/clusterfl/engine/base.py"
+    text = module.read_text()
+    module.write_text(text + "\n# touched\n")
+    try:
+        stale = _stale(ws, env)
+    finally:
+        module.write_text(text)
+    assert {s for s in stale if s.startswith("train@")} == TRAIN
 
 
 def test_another_suite_runs_beside_the_default_without_touching_it(workspace):
     ws, env, _ = workspace
     before = {p: p.read_bytes() for p in (ws / "results/default").rglob("history.json")}
-    out = _sh([str(BIN / "dvc"), "repro", "suites/other/dvc.yaml"], ws, env)
+    out = _dvc(ws, env, "repro", "suites/other/dvc.yaml")
     assert _ran(out) == {"download@p1_synthetic", "partition@p1_synthetic",
                          "train@p1_synthetic_mlr-fedavg", "report"}
     assert (ws / "results/other/p1_synthetic_mlr/fedavg/seed0/history.json").exists()
     assert (ws / "reports/other/tables/results.md").exists()
     after = {p: p.read_bytes() for p in (ws / "results/default").rglob("history.json")}
     assert after == before
-    assert "Data and pipelines are up to date" in _sh([str(BIN / "dvc"), "repro"], ws, env)
+    assert "Data and pipelines are up to date" in _dvc(ws, env, "repro")
+
+
+def test_push_then_a_fresh_clone_pulls_and_has_nothing_to_run(workspace, tmp_path):
+    ws, env, _ = workspace
+    _dvc(ws, env, "remote", "add", "-d", "store", str(tmp_path / "store"))
+    _dvc(ws, env, "push")
+    _sh(["git", "add", "-A"], ws, env)
+    _sh(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "run"], ws, env)
+    clone = tmp_path / "clone"
+    _sh(["git", "clone", "-q", str(ws), str(clone)], tmp_path, env)
+    clone_env = {**env, "PYTHONPATH": f"{clone}:{clone / 'src'}"}
+    _dvc(clone, clone_env, "pull")
+    assert (clone / "results/default/p1_synthetic_mlr/fedavg/seed0/history.json").read_bytes() \
+        == (ws / "results/default/p1_synthetic_mlr/fedavg/seed0/history.json").read_bytes()
+    assert "Data and pipelines are up to date" in _dvc(clone, clone_env, "repro")
+
+
+def test_exp_run_reruns_only_the_changed_cells_and_plots_compare(workspace):
+    """`dvc exp run -S` (the last test here: it leaves the experiment applied) re-runs the
+    cells whose params changed; `exp show` lists it; `plots diff` compares it with HEAD."""
+    ws, env, _ = workspace
+    out = _dvc(ws, env, "exp", "run", "-n", "lr05", "-S",
+               "src/clusterfl/papers/p1/params.yaml:algorithms.fedavg.server_lr=0.5")
+    assert _ran(out) == {"train@p1_synthetic_mlr-fedavg", "train@p1_mnist_subset_dnn-fedavg",
+                         "report"}
+    shown = _dvc(ws, env, "exp", "show", "--json")
+    assert "lr05" in shown and "server_lr" in shown and "last_acc" in shown
+    plots = json.loads(_dvc(ws, env, "plots", "diff", "HEAD", "--json"))
+    curves = [name for name in plots if "reports/default/curves" in name]
+    assert any("p1_synthetic_mlr__fedavg" in name for name in curves), list(plots)

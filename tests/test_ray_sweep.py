@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.mlflow_servers import free_port, start_server, stop_server
-from tests.workspace import copy_pipeline
+from tests.workspace import copy_pipeline, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -57,10 +57,8 @@ def workspace(tmp_path_factory):
     ws = tmp_path_factory.mktemp("repo")
     copy_pipeline(ws)
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["suite"].update(
-        seeds=SEEDS, training={"rounds": ROUNDS}, datasets=["p1_synthetic"],
-        partitions=["p1_synthetic"],
-        cells={f"{e}-{a}": {"paper": "p1", "experiment": e, "algorithm": a} for e, a in CELLS})
+    params["suite"].update(seeds=SEEDS, training={"rounds": ROUNDS},
+                           grid=[{"experiments": [e], "algorithms": [a]} for e, a in CELLS])
     params["datasets"]["p1_synthetic"].update(clients_per_cluster=3, max_size=200)
     params["tracking"] = {"experiment": "sweep-test"}
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
@@ -68,6 +66,7 @@ def workspace(tmp_path_factory):
            "PYTHONPATH": f"{ws}:{ws / 'src'}", "CLUSTERFL_THREADS": "1",
            "MLFLOW_TRACKING_URI": f"sqlite:///{ws / 'mlflow.db'}"}
     env.pop("RAY_ADDRESS", None)
+    render(ws, env, "default")
     _sh(["git", "init", "-q"], ws, env)
     _sh([str(BIN / "dvc"), "init", "-q"], ws, env)
     return ws, env

@@ -121,19 +121,19 @@ def test_a_model_free_toy_paper_trains_and_reports_through_the_cli(tmp_path):
     (package / "__init__.py").write_text(dedent(INIT))
     (package / "report.py").write_text(dedent(REPORT))
     (package / "params.yaml").write_text(yaml.safe_dump(PARAMS))
-    suite = yaml.safe_load((ROOT / "suites/paper/params.yaml").read_text())
-    cells = {f"toy_mean_synthetic-{a}": {"paper": "toy", "experiment": "toy_mean_synthetic",
-                                         "algorithm": a} for a in ("half_steps", "full_steps")}
-    suite["suite"].update(name="toy", file="suite.yaml", root=str(ROOT), seeds=[0],
-                          papers=["toy_paper_train"], datasets=["p1_synthetic"],
-                          partitions=["p1_synthetic"], cells=cells, training={})
-    (tmp_path / "suite.yaml").write_text(yaml.safe_dump(suite))
+    suite = {"name": "toy", "seeds": [0], "papers": ["toy_paper_train"], "training": {},
+             "grid": [{"experiments": ["toy_mean_synthetic"],
+                       "algorithms": ["half_steps", "full_steps"]}]}
+    (tmp_path / "suites/toy").mkdir(parents=True)
+    (tmp_path / "suites/toy/params.yaml").write_text(yaml.safe_dump({"suite": suite}))
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text())  # the catalogue
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT}:{ROOT}/src",
            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}"}
     for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"],
                  ["train", "toy_mean_synthetic", "half_steps"],
                  ["train", "toy_mean_synthetic", "full_steps"], ["report"]):
-        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args, "-p", "suite.yaml"],
+        proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args,
+                               "-p", "suites/toy/params.yaml"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
     cell = tmp_path / "results/toy/toy_mean_synthetic"

@@ -41,7 +41,7 @@ def test_a_bad_fraction_is_refused():
 
 def test_validation_fraction_in_params_is_checked_in_one_line():
     papers = {"p1": {"experiments": {"e": {"partition": "p", "validation_fraction": 1.5}}}}
-    raw = {"suite": {"name": "t", "seeds": [0], "cells": {}},
+    raw = {"suite": {"name": "t", "seeds": [0], "grid": []},
            "datasets": {"d": {"source": "mnist_subset"}},
            "partitions": {"p": {"dataset": "d", "scheme": "iid", "num_clients": 2}}}
     with pytest.raises(UserError) as err:
