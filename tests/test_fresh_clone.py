@@ -91,7 +91,8 @@ def test_reproduce_cannot_dirty_git_status(clone):
     config = (clone / ".dvc/config").read_text()
     assert "autostage = false" in config
     outs = _outs(yaml.safe_load((clone / "dvc.lock").read_text()))
-    written = [*outs, "mlflow.db", "mlruns/0", ".dvc/tmp", ".dvc/cache"]
+    written = [*outs, "mlflow.db", "mlruns/0", ".dvc/tmp", ".dvc/cache",
+               "logs/default/e/a/tracking.json", "reports/default/costs.md"]
     proc = subprocess.run(["git", "check-ignore", "--no-index", "-v", "--non-matching", *written],
                           cwd=clone, capture_output=True, text=True, timeout=60)
     not_ignored = [line.split("\t")[-1] for line in proc.stdout.splitlines()
