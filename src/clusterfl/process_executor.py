@@ -8,23 +8,28 @@ a fork would copy torch's thread pools.
 Stopping: `cancel` drops a queued job and sends a running job's worker SIGTERM, on which a
 job with checkpoints finishes its round, writes a checkpoint and stops (`checkpoints.py`),
 and one without stops at once. Workers run in their own process group, so a Ctrl-C reaches
-the parent alone, and it stops them that way (a second signal would kill a worker before its
-checkpoint). The parent waits for its workers when it exits (the threads serving them are
-not daemons).
+the parent alone, which stops them that way: a second signal would kill a worker before its
+checkpoint. When the parent exits (after a Ctrl-C, say) every job still queued or running is
+stopped like that and the parent waits for the workers' checkpoints; the threads serving the
+queue are daemons, so nothing else would stop them before the whole queue had run.
 """
 
+import atexit
 import contextlib
 import multiprocessing
+import multiprocessing.util  # its exit handler (joining children) must run after ours
 import os
 import signal
 import threading
 import traceback
+import weakref
 from collections import deque
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from clusterfl.checkpoints import Interrupted
 from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.history import RunHistory
 
@@ -54,6 +59,8 @@ def serve(conn: Connection, threads: int) -> None:
         except Exception:  # an error that does not pickle: its text
             conn.send((False, RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}"),
                        reply[2]))
+        if isinstance(reply[1], Interrupted):  # stopped by a signal: no further job
+            return
 
 
 class _Worker:
@@ -99,7 +106,8 @@ class ProcessExecutor:
         self._queue: deque[tuple[Future[RunHistory], SeedJob]] = deque()
         self._running: dict[Future[RunHistory], _Worker] = {}
         self._signalled: set[Future[RunHistory]] = set()  # cancelled while running
-        self._slots = 0  # threads serving the queue, one worker process each
+        self._slots: list[threading.Thread] = []  # serving the queue, one worker each
+        _EXECUTORS.add(self)
 
     def submit(self, job: "SeedJob", callbacks: "LiveCallbacks | None" = None
                ) -> Future[RunHistory]:
@@ -107,9 +115,10 @@ class ProcessExecutor:
         future: Future[RunHistory] = Future()
         with self._lock:
             self._queue.append((future, job))
-            if self._slots < self.workers:
-                self._slots += 1
-                threading.Thread(target=self._slot, name="clusterfl-slot").start()
+            if len(self._slots) < self.workers:
+                slot = threading.Thread(target=self._slot, name="clusterfl-slot", daemon=True)
+                self._slots.append(slot)
+                slot.start()
         return future
 
     def result(self, handle: Future[RunHistory]) -> RunHistory:
@@ -119,10 +128,27 @@ class ProcessExecutor:
         """A queued job never starts; a running one's worker gets SIGTERM; a finished one is
         left alone."""
         with self._lock:
-            worker = self._running.get(handle)
-            if not handle.cancel() and worker is not None and worker.process.pid:
-                self._signalled.add(handle)
-                os.kill(worker.process.pid, signal.SIGTERM)
+            if not handle.cancel():
+                self._terminate(handle)
+
+    def close(self) -> None:
+        """Stop every job queued or running and wait until their workers have ended."""
+        with self._lock:
+            for future, _ in self._queue:
+                future.cancel()
+            for future in self._running:
+                self._terminate(future)
+            slots = list(self._slots)
+        for slot in slots:
+            slot.join()
+
+    def _terminate(self, future: Future[RunHistory]) -> None:
+        """SIGTERM to the worker running `future`, once (a second would kill it before its
+        checkpoint); holding the lock."""
+        worker = self._running.get(future)
+        if worker is not None and worker.process.pid and future not in self._signalled:
+            self._signalled.add(future)
+            os.kill(worker.process.pid, signal.SIGTERM)
 
     def _next(self, worker: _Worker | None
               ) -> tuple[Future[RunHistory], "SeedJob", _Worker] | None:
@@ -140,7 +166,7 @@ class ProcessExecutor:
                     continue
                 self._running[future] = worker
                 return future, job, worker
-            self._slots -= 1
+            self._slots.remove(threading.current_thread())
             return None
 
     def _slot(self) -> None:
@@ -157,8 +183,8 @@ class ProcessExecutor:
                     del self._running[future]
                     signalled = future in self._signalled
                     self._signalled.discard(future)
-                if signalled or isinstance(value, BrokenProcessPool):
-                    worker.stop()  # one sent SIGTERM is given no other job
+                if signalled or isinstance(value, BrokenProcessPool | Interrupted):
+                    worker.stop()  # one that was sent a signal is given no other job
                     worker = None
                 if ok:
                     future.set_result(value)
@@ -166,5 +192,17 @@ class ProcessExecutor:
                     value.__cause__ = RemoteTraceback(trace) if trace else None
                     future.set_exception(value)
         finally:
+            with self._lock:  # ended by an error of its own: a later submit starts another
+                if threading.current_thread() in self._slots:
+                    self._slots.remove(threading.current_thread())
             if worker is not None:
                 worker.stop()
+
+
+_EXECUTORS: "weakref.WeakSet[ProcessExecutor]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for executor in list(_EXECUTORS):
+        executor.close()
