@@ -147,6 +147,7 @@ def local_ray():
 
 
 def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, local_ray, tmp_path):
+    from clusterfl.execution import run_jobs
     from clusterfl.ray_executor import RayExecutor, run_task
 
     ws = data
@@ -168,7 +169,7 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, local_r
         return run_task(job, threads, *files, callbacks=[Exit()])
 
     jobs = _serial_jobs(ws)
-    done = list(RayExecutor(max_retries=2, task=dies_once).run(jobs, lambda job: []))
+    done = list(run_jobs(RayExecutor(max_retries=2, task=dies_once), jobs))
     assert marker.exists()  # a worker did die
     assert [job.name for job, _ in done] == [job.name for job in jobs]
     for job, history in done:
