@@ -4,7 +4,6 @@ DVC runs exactly these commands (see dvc.yaml), so a stage run by hand is the sa
 User errors print one line and exit with status 2; nothing half-written is left behind.
 """
 
-import os
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -79,29 +78,6 @@ def _suite_file(params: Path | None, suite: str) -> Path:
     return path
 
 
-def _jobs(jobs: int | None, threads: int | None) -> int:
-    """--jobs, else CLUSTERFL_JOBS, else 1; threads for this process (one job) or for each
-    worker process (several)."""
-    jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
-    if jobs < 1:
-        raise UserError(f"--jobs: must be >= 1, got {jobs}")
-    if jobs == 1:
-        _threads(threads)
-    elif threads is not None:
-        os.environ["CLUSTERFL_THREADS"] = str(threads)  # per worker process
-    return jobs
-
-
-def _threads(n: int | None) -> None:
-    """--threads, else CLUSTERFL_THREADS, else torch's default (one per core)."""
-    n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
-    if n is not None and n < 1:
-        raise UserError(f"--threads: must be >= 1, got {n}")
-    from clusterfl.engine.threads import configure_threads
-
-    configure_threads(n)
-
-
 @app.command()
 @user_errors
 def download(
@@ -154,10 +130,9 @@ def train(
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    jobs = _jobs(jobs, threads)
     stage.run(experiment, algorithm, _suite_file(params, suite), console, seeds=seed,
-              track=track, engine=engine, workers=jobs, device=resolve_device(device),
-              picks=picks)
+              track=track, engine=engine, workers=jobs, threads=threads,
+              device=resolve_device(device), picks=picks)
 
 
 @app.command()
@@ -176,9 +151,8 @@ def tune(
     from clusterfl.devices import resolve_device
     from pipeline import tune as stage
 
-    jobs = _jobs(jobs, threads)
     stage.run(experiment, algorithm, _suite_file(params, suite), console, workers=jobs,
-              device=resolve_device(device))
+              threads=threads, device=resolve_device(device))
 
 
 @app.command()
@@ -207,34 +181,13 @@ def sweep(
 ) -> None:
     """Train every out-of-date cell of the suite on one pool of seed tasks and record them in
     dvc.lock (`dvc repro` then runs only the report). Exit 1 if a cell failed."""
-    from clusterfl.devices import resolve_device
-    from clusterfl.errors import unknown_name
+    from clusterfl.execution import choose_executor
     from pipeline import sweep as stage
 
     path = _suite_file(params, suite)
-    pool: Any = None
-    if executor == "ray":
-        from clusterfl.ray_executor import RayExecutor
-
-        if cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
-            raise UserError("--cpus: sets the size of a local Ray; a cluster (--address, "
-                            "RAY_ADDRESS) has the CPUs its nodes were started with")
-        ray_pool = RayExecutor(address=address, num_cpus=cpus, cpus_per_task=cpus_per_task,
-                               max_retries=retries)
-        device = resolve_device(device, ray_pool.gpus() > 0, "the Ray cluster")
-        ray_pool.gpus_per_task = (gpus_per_task if gpus_per_task is not None
-                                  else float(device == "cuda"))
-        pool = ray_pool
-    elif executor == "process":
-        from pipeline.sweep import ProcessPool
-
-        device = resolve_device(device)
-        pool = ProcessPool(cpus or os.cpu_count() or 1, 1)
-    elif executor == "serial":
-        device = resolve_device(device)
-        _threads(None)
-    else:
-        raise unknown_name("--executor", executor, ["ray", "process", "serial"])
+    pool, device = choose_executor(executor, cpus=cpus, device=device, address=address,
+                                   cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
+                                   retries=retries)
     status = stage.run(path, pool, console, device=device, track=track)
     if status:
         raise typer.Exit(status)

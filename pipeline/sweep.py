@@ -2,11 +2,12 @@
 
 1. Ask DVC (its Python API, `dvc status <suite>/dvc.yaml`) which of the suite's stages are
    out of date; bring its download and partition stages up to date (`dvc repro` of those).
-2. Every seed of every out-of-date `train@<experiment>-<algorithm>` stage goes into one pool
-   (Ray tasks, worker processes, or this process one after another): a cell does not wait for
-   the one before it. Each cell is written by the train stage's own code (`pipeline.train.run`
-   with the shared pool as its executor): the same files in the same place, all or nothing,
-   one MLflow parent run per cell with a nested run per seed.
+2. Every seed of every out-of-date `train@<experiment>-<algorithm>` stage goes to one executor
+   (`clusterfl.execution`: Ray tasks, worker processes, or this process one after another): a
+   cell does not wait for the one before it. Each cell is written by the train stage's own
+   code (`pipeline.train.run` with the shared executor), in a thread of its own: the same files
+   in the same place, all or nothing, one MLflow parent run per cell with a nested run per
+   seed.
 3. `dvc commit` of the cells that finished records them in `dvc.lock`, so a following
    `dvc repro` runs only the report, and a second one nothing. A failed cell leaves its
    output as it was, is not committed (it stays out of date), and is reported at the end,
@@ -15,18 +16,17 @@
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rich.console import Console
 
 from clusterfl.config import Cell, SuiteConfig, load_params
 from clusterfl.errors import UserError
-from clusterfl.execution import LiveCallbacks, SeedJob, SerialExecutor
-from clusterfl.history import RunHistory
+from clusterfl.execution import Executor, SerialExecutor
 from pipeline import train
 
 PREPARE = ("download@", "partition@")
@@ -60,73 +60,6 @@ def _target(dvcfile: Path, stage: str) -> str:
     return stage if dvcfile == Path("dvc.yaml") else f"{dvcfile}:{stage}"
 
 
-class Pool(Protocol):
-    """Seed jobs in flight: the Ray executor, or worker processes."""
-
-    def submit(self, job: SeedJob) -> Any: ...
-
-    def result(self, handle: Any) -> RunHistory: ...
-
-    def cancel(self, handle: Any) -> None: ...
-
-
-class ProcessPool:
-    """Spawned worker processes (`workers` of them, `threads` torch threads each)."""
-
-    def __init__(self, workers: int, threads: int) -> None:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        self.threads = threads
-        self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-
-    def submit(self, job: SeedJob) -> Any:
-        return self.pool.submit(_in_process, job, self.threads)
-
-    def result(self, handle: Any) -> RunHistory:
-        return handle.result()
-
-    def cancel(self, handle: Any) -> None:
-        handle.cancel()
-
-
-def _in_process(job: SeedJob, threads: int) -> RunHistory:
-    from clusterfl.engine.threads import configure_threads
-
-    configure_threads(threads)
-    return job()
-
-
-class CellExecutor:
-    """One cell's view of the shared pool, in the `Executor` interface `train.run` takes.
-
-    Its jobs go into the pool at once (`submitted` is set then); its histories come back in
-    order, and each is handed on holding `lock`, so cells write files and MLflow one at a time.
-    """
-
-    live = False
-
-    def __init__(self, pool: Pool, lock: threading.Lock) -> None:
-        self.pool, self.lock = pool, lock
-        self.submitted = threading.Event()
-
-    def run(self, jobs: Sequence[SeedJob], callbacks: LiveCallbacks
-            ) -> Iterator[tuple[SeedJob, RunHistory]]:
-        handles = [self.pool.submit(job) for job in jobs]
-        self.submitted.set()
-        finished = False
-        try:
-            for job, handle in zip(jobs, handles, strict=True):
-                history = self.pool.result(handle)
-                with self.lock:
-                    yield job, history
-            finished = True
-        finally:
-            if not finished:  # a failed or abandoned cell: stop its other seeds
-                for handle in handles:
-                    self.pool.cancel(handle)
-
-
 @dataclass
 class Outcome:
     cell: Cell
@@ -139,40 +72,42 @@ def _reason(err: BaseException) -> str:
     return lines[-1].strip() if lines else type(err).__name__
 
 
-def run_cells(cells: list[Cell], params_path: Path, pool: Pool | None, console: Console,
-              device: str = "cpu", track: bool = True) -> list[Outcome]:
-    """Train `cells` (one after another in this process when `pool` is None, else all their
-    seeds at once on `pool`); a cell that fails is reported in its `Outcome`."""
+def run_cells(cells: list[Cell], params_path: Path, executor: Executor | None,
+              console: Console, device: str = "cpu", track: bool = True) -> list[Outcome]:
+    """Train `cells` on `executor` (default serial): one after another in this process when it
+    is live, else all their seeds at once; a cell that fails is reported in its `Outcome`."""
+    executor = executor or SerialExecutor()
     outcomes = [Outcome(cell) for cell in cells]
-    lock = threading.Lock()
+    lock = threading.Lock()  # cells hand on their histories (files, MLflow) one at a time
 
-    def one(outcome: Outcome, executor: Any) -> None:
+    def one(outcome: Outcome, submitted: threading.Event | None = None) -> None:
         try:
             train.run(outcome.cell.experiment, outcome.cell.algorithm, params_path, console,
-                      track=track, device=device, executor=executor)
+                      track=track, device=device, executor=executor,
+                      submitted=submitted.set if submitted else None, lock=lock)
         except BaseException as err:  # reported at the end; the other cells go on
             outcome.error = _reason(err)
 
-    if pool is None:
+    if executor.live:  # its jobs run in the thread asking for them: the main one
         for outcome in outcomes:
-            one(outcome, SerialExecutor())
+            one(outcome)
         return outcomes
     threads = []
     for outcome in outcomes:
-        executor = CellExecutor(pool, lock)
-        thread = threading.Thread(target=one, args=(outcome, executor), daemon=True)
+        submitted = threading.Event()
+        thread = threading.Thread(target=one, args=(outcome, submitted), daemon=True)
         thread.start()
         threads.append(thread)
-        # the next cell starts once this one's seeds are in the pool: MLflow parent runs are
-        # created one at a time, and the pool sees every seed of every cell
-        while not executor.submitted.wait(0.05) and thread.is_alive():
+        # the next cell starts once this one's seeds are submitted: MLflow parent runs are
+        # created one at a time, and the executor sees every seed of every cell in order
+        while not submitted.wait(0.05) and thread.is_alive():
             pass
     for thread in threads:
         thread.join()
     return outcomes
 
 
-def run(params_path: Path, pool: Pool | None, console: Console, device: str = "cpu",
+def run(params_path: Path, executor: Executor | None, console: Console, device: str = "cpu",
         track: bool = True) -> int:
     """The sweep; returns the exit status (1 when a cell failed)."""
     params = load_params(params_path)
@@ -190,7 +125,7 @@ def run(params_path: Path, pool: Pool | None, console: Console, device: str = "c
     console.print(f"sweep: suite {params.suite!r}: {len(cells)} of {len(params.cells)} cells "
                   f"out of date, {len(cells) * seeds} seed runs")
     start = time.monotonic()
-    outcomes = run_cells(cells, params_path, pool, console, device, track)
+    outcomes = run_cells(cells, params_path, executor, console, device, track)
     console.print(f"sweep: trained in {time.monotonic() - start:.1f} s")
     done = [o.cell for o in outcomes if o.error is None]
     if done:

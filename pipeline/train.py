@@ -13,6 +13,8 @@ once the cell's results are in place.
 
 import dataclasses
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from clusterfl.checkpoints import CheckpointPolicy, remove_checkpoints
 from clusterfl.config import AlgorithmConfig, Experiment, load_params
 from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
-from clusterfl.execution import Executor, SeedJob, default_executor
+from clusterfl.execution import Executor, SeedJob, choose_executor, run_jobs
 from clusterfl.history import RunHistory
 from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric
@@ -41,12 +43,15 @@ def _require(path: Path, hint: str) -> Path:
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized",
-        workers: int = 1, device: str = "cpu", executor: Executor | None = None,
-        picks: Path | None = None) -> None:
-    """Train every seed of the cell; `workers` > 1 trains seeds in that many processes,
-    `executor` (e.g. `clusterfl sweep`'s pool shared by many cells) overrides `workers`;
-    `picks`: the benchmark's tune stage's picks.json, whose picked lr (and K) replace the
-    params' values (`pipeline.tune`)."""
+        workers: int | None = None, device: str = "cpu", executor: Executor | None = None,
+        picks: Path | None = None, threads: int | None = None,
+        submitted: Callable[[], None] | None = None,
+        lock: AbstractContextManager[Any] | None = None) -> None:
+    """Train every seed of the cell; `workers` (--jobs) > 1 trains seeds in that many
+    processes of `threads` threads (`execution.choose_executor`), `executor` (e.g.
+    `clusterfl sweep`'s, shared by many cells, with its `submitted` and `lock`:
+    `execution.run_jobs`) overrides them; `picks`: the benchmark's tune stage's picks.json,
+    whose picked lr (and K) replace the params' values (`pipeline.tune`)."""
     params = load_params(params_path, load=())  # the cell's paper alone, on first use
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
@@ -58,6 +63,9 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     if picked is not None:
         exp, alg = apply_point(exp, alg, picked)
     seeds = seeds or params.seeds
+    if executor is None:  # how the seeds run (and the device they run on) unless given
+        executor, device = choose_executor(jobs=workers, runs=len(seeds), threads=threads,
+                                           device=device)
     paths = SuitePaths(params.suite)
     position = cell_position(params.suite_cells(), experiment, algorithm)
     if position is None:
@@ -83,7 +91,6 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
     record = _tracking_record(params, experiment, algorithm, cell, picked)
     tracker = _tracker(record, params.suite, console) if track else None
-    executor = executor or default_executor(min(workers, len(jobs)))
 
     def live(job: SeedJob) -> list[Callback]:
         out: list[Callback] = [progress_callback(job.name, exp.schedule.rounds)]
@@ -93,7 +100,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     logs = paths.log_dir(experiment, algorithm)
     with output_dir(paths.cell_dir(experiment, algorithm)) as out:
         try:
-            for job, history in executor.run(jobs, live):
+            for job, history in run_jobs(executor, jobs, live, submitted, lock):
                 if not executor.live:
                     if tracker is not None:
                         replay(history, tracker.seed_callback(job.seed))

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from clusterfl.config import VALIDATION_KEY, load_params
 from clusterfl.errors import UserError
-from clusterfl.execution import SeedJob, default_executor
+from clusterfl.execution import SeedJob, choose_executor, run_jobs
 from clusterfl.history import lower_is_better
 from clusterfl.io import atomic_write_json, atomic_write_text
 from clusterfl.tuning import apply_point, grid_points, pick
@@ -28,7 +28,9 @@ from pipeline.common import SuitePaths, output_dir
 
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
-        engine: str = "vectorized", workers: int = 1, device: str = "cpu") -> None:
+        engine: str = "vectorized", workers: int | None = None, device: str = "cpu",
+        threads: int | None = None) -> None:
+    """Score every grid point; `workers` (--jobs) and `threads`: `execution.choose_executor`."""
     params = load_params(params_path, load=())  # the cell's paper alone, on first use
     if params.tuning is None:
         raise UserError(f"{params.file}:suite.tuning: missing; suite {params.suite!r} has no "
@@ -50,6 +52,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         raise UserError(f"{dataset}: missing; run `clusterfl download {entry['dataset']} "
                         f"{hint}` first")
     points = grid_points(tuning, experiment, alg.hyper, alg.method)
+    executor, device = choose_executor(jobs=workers, runs=len(points) * len(tuning.seeds),
+                                       threads=threads, device=device)
     jobs: list[tuple[int, SeedJob]] = []
     for i, point in enumerate(points):
         e, a = apply_point(exp, alg, point)
@@ -64,8 +68,7 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     scores: list[list[float]] = [[] for _ in points]
     metric = None
     start = time.perf_counter()
-    executor = default_executor(min(workers, len(jobs)))
-    for job, history in executor.run([j for _, j in jobs], lambda job: []):
+    for job, history in run_jobs(executor, [j for _, j in jobs]):
         i = next(i for i, j in jobs if j == job)
         metric = history.primary
         scores[i].append(float(history.summary()[f"last_{metric}"]))

@@ -4,6 +4,7 @@
   every history equals the serial run's byte for byte, DVC records them (only the report is
   left), and the server holds one parent run per cell with a nested run per seed;
 - a worker process that dies mid-task is retried by Ray and gives the serial numbers;
+- the serial, process and Ray executors give the same histories through `run_jobs`;
 - a cell that fails leaves no output and does not stop the others;
 - 4 tasks logging to one server at once: every run and every per-round metric arrives.
 """
@@ -146,6 +147,7 @@ def local_ray():
 
 
 def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, local_ray, tmp_path):
+    from clusterfl.execution import run_jobs
     from clusterfl.ray_executor import RayExecutor, run_task
 
     ws = data
@@ -167,11 +169,22 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, local_r
         return run_task(job, threads, *files, callbacks=[Exit()])
 
     jobs = _serial_jobs(ws)
-    done = list(RayExecutor(max_retries=2, task=dies_once).run(jobs, lambda job: []))
+    done = list(run_jobs(RayExecutor(max_retries=2, task=dies_once), jobs))
     assert marker.exists()  # a worker did die
     assert [job.name for job, _ in done] == [job.name for job in jobs]
     for job, history in done:
         assert _json(history) == _json(job()), job.name
+
+
+def test_serial_process_and_ray_executors_give_the_same_histories(data, local_ray):
+    from clusterfl.execution import ProcessExecutor, SerialExecutor, run_jobs
+    from clusterfl.ray_executor import RayExecutor
+
+    jobs = _serial_jobs(data)[2:]  # pfedkm_k2, seeds 0 and 1
+    runs = [[(job.name, _json(h)) for job, h in run_jobs(executor, jobs)]
+            for executor in (SerialExecutor(), ProcessExecutor(2, threads=1), RayExecutor())]
+    assert runs[0] == runs[1] == runs[2]
+    assert runs[0][0][1] != runs[0][1][1]  # the seeds differ
 
 
 def test_a_failed_cell_leaves_no_output_and_the_others_finish(data, local_ray):

@@ -1,6 +1,15 @@
-"""Seed jobs and the executors that run them: serial (in this process, live callbacks) and
-process (spawned workers, `cores / workers` threads each). A cluster executor plugs in here
-with the same interface; stages never branch on how jobs run.
+"""Seed jobs and how they run: one executor interface, three implementations, and one
+function that runs a cell's jobs on any of them.
+
+An executor starts a job (`submit(job, callbacks) -> handle`), hands back its history
+(`result(handle)`) and stops a job that has not finished (`cancel(handle)`):
+- `SerialExecutor` (here): each job in this process when its result is asked for, with live
+  callbacks (progress bars, MLflow per round);
+- `ProcessExecutor` (`process_executor.py`): spawned worker processes, cores / workers threads
+  each;
+- `RayExecutor` (`ray_executor.py`): Ray tasks, on a local Ray or a cluster.
+`run_jobs` runs jobs on any of them and `choose_executor` picks one from a command's options,
+so stages never branch on how jobs run.
 
 The parent process owns tracking: an executor that cannot call the job's callbacks live
 (`live = False`) hands back finished histories, and the caller replays them into MLflow, so
@@ -8,25 +17,24 @@ one process writes the store.
 """
 
 import functools
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from clusterfl.callbacks import Callback, replay
 from clusterfl.checkpoints import CheckpointPolicy, SeedCheckpoint, run_key
 from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.data import load_dataset
-from clusterfl.engine.threads import configure_threads, split_threads
+from clusterfl.errors import UserError, unknown_name
 from clusterfl.history import RunHistory
 from clusterfl.partition import load_partition
+from clusterfl.process_executor import ProcessExecutor
 from clusterfl.runner import run_seed
 
 _dataset = functools.lru_cache(maxsize=1)(load_dataset)  # seeds of a cell share it
-
 
 @dataclass(frozen=True)
 class SeedJob:
@@ -73,49 +81,139 @@ class SeedJob:
 LiveCallbacks = Callable[[SeedJob], list[Callback]]
 
 
-class Executor(Protocol):
-    live: bool  # whether `run` calls each job's callbacks while it trains
+def no_callbacks(job: SeedJob) -> list[Callback]:
+    return []
 
-    def run(self, jobs: Sequence[SeedJob], callbacks: LiveCallbacks
-            ) -> Iterator[tuple[SeedJob, RunHistory]]:
-        """Each job with its history, in the order of `jobs`."""
+
+class Executor(Protocol):
+    live: bool  # whether `submit`'s callbacks are called, in this process, while a job trains
+
+    def submit(self, job: SeedJob, callbacks: LiveCallbacks = no_callbacks) -> Any:
+        """Start `job`, or queue it; a live executor makes its `callbacks(job)` when it starts."""
+        ...
+
+    def result(self, handle: Any) -> RunHistory:
+        """The job's history once it has finished (its error raised)."""
+        ...
+
+    def cancel(self, handle: Any) -> None:
+        """Stop the job if it has not finished; a finished one is left alone."""
         ...
 
 
+@dataclass
+class _Deferred:
+    job: SeedJob
+    callbacks: LiveCallbacks
+    cancelled: bool = False
+
+
 class SerialExecutor:
-    """Jobs one after another in this process, with live callbacks (progress, MLflow)."""
+    """Jobs in this process, each when its result is asked for (one at a time, in the order
+    asked), with live callbacks (progress, MLflow)."""
 
     live = True
 
-    def run(self, jobs: Sequence[SeedJob], callbacks: LiveCallbacks
-            ) -> Iterator[tuple[SeedJob, RunHistory]]:
-        for job in jobs:
-            yield job, job(callbacks(job))
+    def submit(self, job: SeedJob, callbacks: LiveCallbacks = no_callbacks) -> _Deferred:
+        return _Deferred(job, callbacks)
+
+    def result(self, handle: _Deferred) -> RunHistory:
+        if handle.cancelled:
+            raise RuntimeError(f"{handle.job.name}: cancelled")
+        # the callbacks are made as the job starts: a seed's MLflow run opens when it trains
+        return handle.job(handle.callbacks(handle.job))
+
+    def cancel(self, handle: _Deferred) -> None:
+        handle.cancelled = True
 
 
-def _in_worker(job: SeedJob, threads: int) -> RunHistory:
-    configure_threads(threads)
-    return job()
+def run_jobs(executor: Executor, jobs: Sequence[SeedJob], callbacks: LiveCallbacks = no_callbacks,
+             submitted: Callable[[], None] | None = None,
+             lock: AbstractContextManager[Any] | None = None
+             ) -> Iterator[tuple[SeedJob, RunHistory]]:
+    """Each job with its history, in the order of `jobs`, on any executor.
+
+    Every job is submitted at once (then `submitted()` is called) and each history is handed
+    on holding `lock`: `clusterfl sweep`'s cells share one executor, each in a thread, and
+    write their files and MLflow runs one at a time. A failed or abandoned run cancels its
+    jobs; one that handed on every history cancels none (Ray 2.60 could abort the driver when
+    a cancel raced with a task's end).
+    """
+    handles = [executor.submit(job, callbacks) for job in jobs]
+    if submitted is not None:
+        submitted()
+    finished = False
+    try:
+        for job, handle in zip(jobs, handles, strict=True):
+            history = executor.result(handle)
+            with lock or nullcontext():
+                yield job, history
+        finished = True
+    finally:
+        if not finished:  # a failed or abandoned cell: stop its other seeds
+            for handle in handles:
+                executor.cancel(handle)
 
 
-class ProcessExecutor:
-    """Jobs in `workers` spawned processes (no forked torch thread pools); histories come
-    back when each job ends. Threads per worker: CLUSTERFL_THREADS, else cores / workers."""
-
-    live = False
-
-    def __init__(self, workers: int) -> None:
-        self.workers = workers
-        self.threads = int(os.environ.get("CLUSTERFL_THREADS", "0")) or split_threads(workers)
-
-    def run(self, jobs: Sequence[SeedJob], callbacks: LiveCallbacks
-            ) -> Iterator[tuple[SeedJob, RunHistory]]:
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(self.workers, len(jobs)), mp_context=context) as pool:
-            yield from zip(jobs, pool.map(_in_worker, jobs, [self.threads] * len(jobs)),
-                           strict=True)
+SWEEP_EXECUTORS = ("ray", "process", "serial")
 
 
-def default_executor(workers: int) -> Executor:
-    """Serial for one worker (live progress and tracking), processes otherwise."""
-    return SerialExecutor() if workers <= 1 else ProcessExecutor(workers)
+def choose_executor(kind: str | None = None, *, jobs: int | None = None,
+                    runs: int | None = None, threads: int | None = None,
+                    cpus: int | None = None, device: str = "cpu", address: str | None = None,
+                    cpus_per_task: float = 1.0, gpus_per_task: float | None = None,
+                    retries: int = 3) -> tuple[Executor, str]:
+    """The executor a command's options ask for, and `device` resolved where its jobs run.
+
+    `clusterfl train` and `tune` (kind None): `jobs` worker processes (--jobs, else
+    CLUSTERFL_JOBS, else 1), at most `runs`, each with `threads` (--threads) torch threads,
+    else cores / processes; a single one runs here instead (live progress and tracking), with
+    `threads`, else CLUSTERFL_THREADS, else torch's default.
+    `clusterfl sweep --executor KIND`: `ray` (a local Ray of `cpus` CPUs, or the cluster at
+    `address` / RAY_ADDRESS; each task asks for `cpus_per_task` CPUs and `gpus_per_task` GPUs,
+    default one on CUDA; a task whose worker died runs again up to `retries` times), `process`
+    (`cpus` workers, default one per core, one thread each) or `serial` (this process).
+    """
+    from clusterfl.devices import resolve_device
+
+    if kind is None:
+        jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
+        if jobs < 1:
+            raise UserError(f"--jobs: must be >= 1, got {jobs}")
+        if jobs == 1:
+            _configure_threads(threads)
+        elif threads is not None:
+            os.environ["CLUSTERFL_THREADS"] = str(threads)  # read by each worker process
+        workers = min(jobs, jobs if runs is None else runs)
+        executor: Executor = SerialExecutor() if workers <= 1 else ProcessExecutor(workers)
+        return executor, resolve_device(device)
+    if kind == "ray":
+        from clusterfl.ray_executor import RayExecutor
+
+        if cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
+            raise UserError("--cpus: sets the size of a local Ray; a cluster (--address, "
+                            "RAY_ADDRESS) has the CPUs its nodes were started with")
+        ray = RayExecutor(address=address, num_cpus=cpus, cpus_per_task=cpus_per_task,
+                          max_retries=retries)
+        device = resolve_device(device, ray.gpus() > 0, "the Ray cluster")
+        ray.gpus_per_task = gpus_per_task if gpus_per_task is not None else float(
+            device == "cuda")
+        return ray, device
+    if kind not in SWEEP_EXECUTORS:
+        raise unknown_name("--executor", kind, list(SWEEP_EXECUTORS))
+    device = resolve_device(device)
+    if kind == "process":
+        return ProcessExecutor(cpus or os.cpu_count() or 1, threads=1), device
+    _configure_threads(None)
+    return SerialExecutor(), device
+
+
+def _configure_threads(n: int | None) -> None:
+    """This process's torch threads: `n` (--threads), else CLUSTERFL_THREADS, else torch's
+    default (one per core)."""
+    from clusterfl.engine.threads import configure_threads
+
+    n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
+    if n is not None and n < 1:
+        raise UserError(f"--threads: must be >= 1, got {n}")
+    configure_threads(n)

@@ -1,10 +1,10 @@
 """Seed jobs as Ray tasks: the cluster executor of `clusterfl.execution`.
 
-`RayExecutor.run(jobs, callbacks)` has the interface of the serial and process executors: one
-Ray task per seed job, each with its CPU/GPU request, and every job's history handed back
-in the order of `jobs` (not live: the caller replays it into MLflow, so one process per cell
-writes the store). Ray is a local one by default (`ray.init(num_cpus=...)`), a running cluster
-when an address is given or `RAY_ADDRESS` is set.
+`RayExecutor` has the interface of the serial and process executors (`submit`, `result`,
+`cancel`; `execution.run_jobs` runs a cell on it): one Ray task per seed job, each with its
+CPU/GPU request, its history handed back when it ends (not live: the caller replays it into
+MLflow, so one process per cell writes the store). Ray is a local one by default
+(`ray.init(num_cpus=...)`), a running cluster when an address is given or `RAY_ADDRESS` is set.
 
 What makes a task's numbers the same wherever it runs:
 - the job is self-contained: the dataset and partition files travel as bytes through Ray's
@@ -22,12 +22,12 @@ import dataclasses
 import hashlib
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from clusterfl.callbacks import Callback
-from clusterfl.execution import LiveCallbacks, SeedJob
+from clusterfl.execution import LiveCallbacks, SeedJob, no_callbacks
 from clusterfl.history import RunHistory
 
 _CACHE = "clusterfl-ray"  # under the node's temp dir: <sha256>/<file name>
@@ -108,8 +108,9 @@ class RayExecutor:
             self._refs[path] = (file_digest(path), ray.put(path.read_bytes()))
         return self._refs[path]
 
-    def submit(self, job: SeedJob) -> Any:
-        """Start `job` as a Ray task; its handle is an ObjectRef."""
+    def submit(self, job: SeedJob, callbacks: LiveCallbacks = no_callbacks) -> Any:
+        """Start `job` as a Ray task (`callbacks` are not called: the caller replays the
+        history); its handle is an ObjectRef."""
         import ray
 
         self.connect()
@@ -136,16 +137,3 @@ class RayExecutor:
         ready, _ = ray.wait([handle], timeout=0)
         if not ready:
             ray.cancel(handle)
-
-    def run(self, jobs: Sequence[SeedJob], callbacks: LiveCallbacks
-            ) -> Iterator[tuple[SeedJob, RunHistory]]:
-        handles = [self.submit(job) for job in jobs]
-        finished = False
-        try:
-            for job, handle in zip(jobs, handles, strict=True):
-                yield job, self.result(handle)
-            finished = True
-        finally:
-            if not finished:  # a failed or abandoned cell: stop its other seeds
-                for handle in handles:
-                    self.cancel(handle)
