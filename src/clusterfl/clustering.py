@@ -21,7 +21,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
-from sklearn.cluster import KMeans
 
 from clusterfl.aggregation import weighted_average
 from clusterfl.types import Tensors
@@ -58,6 +57,8 @@ def draw_seed(rng: np.random.Generator) -> int:
 def kmeans_plusplus(points: np.ndarray, k: int, seed: int, n_init: int = 1) -> KMeansResult:
     """scikit-learn's Lloyd k-means with k-means++ seeding on the rows of `points`, as given
     (no cap on `k`, no dtype change); `seconds` is the fit's wall-clock time."""
+    from sklearn.cluster import KMeans  # here, not at import: see `clusterfl.recovery`
+
     start = time.perf_counter()
     model = KMeans(n_clusters=k, init="k-means++", n_init=n_init, random_state=seed)
     labels = model.fit_predict(points)
