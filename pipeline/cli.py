@@ -181,7 +181,7 @@ def sweep(
 ) -> None:
     """Train every out-of-date cell of the suite on one pool of seed tasks and record them in
     dvc.lock (`dvc repro` then runs only the report). Exit 1 if a cell failed."""
-    from clusterfl.execution import choose_executor
+    from clusterfl.executors import choose_executor
     from pipeline import sweep as stage
 
     path = _suite_file(params, suite)

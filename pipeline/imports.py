@@ -3,10 +3,10 @@ imports, at module level and inside functions. `clusterfl render` derives a stag
 deps from it (what the stage's process can import), and the tests use it to prove there is
 no import cycle and that training never imports report code.
 
-A module's edges are its own `import` statements (a `from pkg import name` imports `pkg`
-and, where `name` is a submodule, `pkg.name`). Importing `a.b.c` also runs `a/__init__` and
-`a/b/__init__`: `closure` adds those parents, `cycles` does not (a package importing its
-own submodule is how registries fill, not a cycle).
+A module's edges are its own `import` statements: `from pkg import name` is an edge to
+`pkg.name` where that is a submodule, else to `pkg`. Importing `a.b.c` also runs
+`a/__init__` and `a/b/__init__`: `closure` adds those parents, `cycles` does not (a package
+that imports its own submodules is how a registry fills, not a cycle).
 """
 
 import ast
@@ -50,7 +50,8 @@ def _edges(tree: ast.AST, module: Module, known: set[str]) -> None:
                 names = [alias.name for alias in child.names]
             elif isinstance(child, ast.ImportFrom):
                 base = _absolute(module.name, is_package, child.level, child.module)
-                names = [base, *(f"{base}.{alias.name}" for alias in child.names)]
+                names = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                         for alias in child.names]
             for name in names:
                 while name and name not in known:  # `import a.b.c`: the deepest module
                     name = name.rpartition(".")[0]

@@ -26,7 +26,8 @@ from clusterfl.checkpoints import CheckpointPolicy, remove_checkpoints
 from clusterfl.config import AlgorithmConfig, Experiment, load_params
 from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
-from clusterfl.execution import Executor, SeedJob, choose_executor, run_jobs
+from clusterfl.execution import Executor, SeedJob, run_jobs
+from clusterfl.executors import choose_executor
 from clusterfl.history import RunHistory
 from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric

@@ -20,7 +20,8 @@ from rich.console import Console
 
 from clusterfl.config import VALIDATION_KEY, load_params
 from clusterfl.errors import UserError
-from clusterfl.execution import SeedJob, choose_executor, run_jobs
+from clusterfl.execution import SeedJob, run_jobs
+from clusterfl.executors import choose_executor
 from clusterfl.history import lower_is_better
 from clusterfl.io import atomic_write_json, atomic_write_text
 from clusterfl.tuning import apply_point, grid_points, pick

@@ -17,15 +17,11 @@ from clusterfl.algorithms.pfedkm import PFedKM, PFedKMHyper
 from clusterfl.callbacks import replay
 from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.data import build_dataset, save_dataset
-from clusterfl.execution import (
-    ProcessExecutor,
-    SeedJob,
-    SerialExecutor,
-    choose_executor,
-    run_jobs,
-)
+from clusterfl.execution import SeedJob, SerialExecutor, run_jobs
+from clusterfl.executors import choose_executor
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import save_partition
+from clusterfl.process_executor import ProcessExecutor
 
 
 class Recorder:

@@ -177,7 +177,8 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, local_r
 
 
 def test_serial_process_and_ray_executors_give_the_same_histories(data, local_ray):
-    from clusterfl.execution import ProcessExecutor, SerialExecutor, run_jobs
+    from clusterfl.execution import SerialExecutor, run_jobs
+    from clusterfl.process_executor import ProcessExecutor
     from clusterfl.ray_executor import RayExecutor
 
     jobs = _serial_jobs(data)[2:]  # pfedkm_k2, seeds 0 and 1

@@ -1,0 +1,73 @@
+"""Choosing how seed jobs run: the executor a command's options ask for (`--jobs`,
+`--threads`, `clusterfl sweep --executor ray|process|serial`). Above the executor interface
+(`clusterfl.execution`) and its implementations, which never import this module.
+"""
+
+import os
+
+from clusterfl.errors import UserError, unknown_name
+from clusterfl.execution import Executor, SerialExecutor
+from clusterfl.process_executor import ProcessExecutor
+
+SWEEP_EXECUTORS = ("ray", "process", "serial")
+
+
+def choose_executor(kind: str | None = None, *, jobs: int | None = None,
+                    runs: int | None = None, threads: int | None = None,
+                    cpus: int | None = None, device: str = "cpu", address: str | None = None,
+                    cpus_per_task: float = 1.0, gpus_per_task: float | None = None,
+                    retries: int = 3) -> tuple[Executor, str]:
+    """The executor a command's options ask for, and `device` resolved where its jobs run.
+
+    `clusterfl train` and `tune` (kind None): `jobs` worker processes (--jobs, else
+    CLUSTERFL_JOBS, else 1), at most `runs`, each with `threads` (--threads) torch threads,
+    else cores / processes; a single one runs here instead (live progress and tracking), with
+    `threads`, else CLUSTERFL_THREADS, else torch's default.
+    `clusterfl sweep --executor KIND`: `ray` (a local Ray of `cpus` CPUs, or the cluster at
+    `address` / RAY_ADDRESS; each task asks for `cpus_per_task` CPUs and `gpus_per_task` GPUs,
+    default one on CUDA; a task whose worker died runs again up to `retries` times), `process`
+    (`cpus` workers, default one per core, one thread each) or `serial` (this process).
+    """
+    from clusterfl.devices import resolve_device
+
+    if kind is None:
+        jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
+        if jobs < 1:
+            raise UserError(f"--jobs: must be >= 1, got {jobs}")
+        if jobs == 1:
+            _configure_threads(threads)
+        elif threads is not None:
+            os.environ["CLUSTERFL_THREADS"] = str(threads)  # read by each worker process
+        workers = min(jobs, jobs if runs is None else runs)
+        executor: Executor = SerialExecutor() if workers <= 1 else ProcessExecutor(workers)
+        return executor, resolve_device(device)
+    if kind == "ray":
+        from clusterfl.ray_executor import RayExecutor
+
+        if cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
+            raise UserError("--cpus: sets the size of a local Ray; a cluster (--address, "
+                            "RAY_ADDRESS) has the CPUs its nodes were started with")
+        ray = RayExecutor(address=address, num_cpus=cpus, cpus_per_task=cpus_per_task,
+                          max_retries=retries)
+        device = resolve_device(device, ray.gpus() > 0, "the Ray cluster")
+        ray.gpus_per_task = gpus_per_task if gpus_per_task is not None else float(
+            device == "cuda")
+        return ray, device
+    if kind not in SWEEP_EXECUTORS:
+        raise unknown_name("--executor", kind, list(SWEEP_EXECUTORS))
+    device = resolve_device(device)
+    if kind == "process":
+        return ProcessExecutor(cpus or os.cpu_count() or 1, threads=1), device
+    _configure_threads(None)
+    return SerialExecutor(), device
+
+
+def _configure_threads(n: int | None) -> None:
+    """This process's torch threads: `n` (--threads), else CLUSTERFL_THREADS, else torch's
+    default (one per core)."""
+    from clusterfl.engine.threads import configure_threads
+
+    n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
+    if n is not None and n < 1:
+        raise UserError(f"--threads: must be >= 1, got {n}")
+    configure_threads(n)
