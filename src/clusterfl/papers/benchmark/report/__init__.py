@@ -1,8 +1,10 @@
 """The benchmark's report section: the picks, the leaderboard (rows algorithms, columns
 schemes, personalized test accuracy in the last round, mean ± std over seeds, rank per
-scheme and average rank) and its heatmap, cluster recovery (ARI) and cost (seconds per round,
-numbers uploaded per round). Reads the cells' histories, their timings and the tune stage's
-picks.json files; numbers come from `tables` (pure, tested)."""
+scheme and average rank) and its heatmap, cluster recovery (ARI) and cost (numbers uploaded
+per round). Reads the cells' histories and the tune stage's picks.json files; numbers come
+from `tables` (pure, tested). Seconds per round are wall-clock, different on every run, so
+they are not in these tables (DVC outs) but on the suite's costs page
+(`reports/<suite>/costs.md`, `pipeline.report.write_costs`)."""
 
 import json
 from pathlib import Path
@@ -12,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.data import load_dataset
-from clusterfl.metrics import ARI, METRICS, ROUND_SECONDS, TEST_ACC, metric
+from clusterfl.metrics import ARI, METRICS, TEST_ACC, metric
 from clusterfl.models import build_model
 from clusterfl.papers.benchmark.report.tables import (
     leaderboard,
@@ -72,10 +74,9 @@ def build(report: ReportInput) -> ReportOutput:
         "std over seeds (schemes with true clusters, algorithms with an assignment).", "",
         _markdown(recovery.reset_index()) if len(recovery) else "No cell recorded an ARI.",
         "", "## Cost", "",
-        "Seconds of training per round (mean over rounds and seeds; selection and "
-        "evaluation excluded; on this machine, beside whatever else ran) and numbers "
-        "uploaded per round by all participating clients (`tables.UPLOADS`). FedAvg+FT's "
-        "fine-tuning runs at evaluation, so its seconds are FedAvg's.", "",
+        "Numbers uploaded per round by all participating clients (`tables.UPLOADS`). "
+        "Seconds per round, measured on the machine that trained each cell, are on the "
+        "costs page (`costs.md` beside this report; not a DVC output).", "",
         _markdown(cost), ""])
     metrics = {e: {a: {"rank": float(ranked.loc[a, e])} for a in algorithms
                    if not np.isnan(ranked.loc[a, e])} for e in schemes}
@@ -129,16 +130,13 @@ def _cost(report: ReportInput, histories: dict[tuple[str, str], list[Any]],
         field = cluster_field(alg.hyper)
         picked = (picks[(e, a)] or {}).get("picked", {})
         k = int(picked.get(field, getattr(alg.hyper, field))) if field else 1
-        seconds = [r[ROUND_SECONDS.name] for h in seeds for r in h.records
-                   if ROUND_SECONDS.name in r]
         uploaded = uploads_per_round(alg.method, params, k, getattr(alg.hyper, "tau", 1),
                                      exp.schedule.clients_per_round or clients)
         rows.append({"algorithm": a, "scheme": e,
-                     "seconds/round": round(float(np.mean(seconds)), 4) if seconds else None,
                      "uploaded/round": None if uploaded is None else round(uploaded)})
     frame = pd.DataFrame(rows)
     return frame.groupby("algorithm", sort=False).agg(
-        {"seconds/round": "mean", "uploaded/round": "max"}).round(4).reset_index()
+        {"uploaded/round": "max"}).round(4).reset_index()
 
 
 def _sizes(report: ReportInput, exp: Any, seed: int) -> tuple[int, int]:
