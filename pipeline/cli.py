@@ -68,7 +68,7 @@ def _suite_file(params: Path | None, suite: str) -> Path:
     """-p if given, else the params file of --suite (a missing one is a one-line error)."""
     if params is not None:
         return params
-    from clusterfl.config import suite_file
+    from clusterfl.suite import suite_file
 
     path = suite_file(suite)
     if not path.exists():
@@ -412,7 +412,7 @@ def list_experiments(suite: SuiteOpt = "default", params: ParamsOpt = None) -> N
 
 def _suites_using(root: Path) -> dict[str, list[str]]:
     """experiment -> the suites whose cells train it (root params.yaml is `default`)."""
-    from clusterfl.config import read_yaml
+    from clusterfl.io import read_yaml
 
     files = {"default": root / "params.yaml"}
     files |= {f.parent.name: f for f in sorted((root / "suites").glob("*/params.yaml"))}

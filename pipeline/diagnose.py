@@ -44,7 +44,8 @@ def _errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _params(params: Path | None, suite: str) -> Any:
-    from clusterfl.config import load_params, suite_file
+    from clusterfl.config import load_params
+    from clusterfl.suite import suite_file
 
     path = params or suite_file(suite)
     if not path.exists():
@@ -112,7 +113,7 @@ def p2_draws(
     if draws < 2:
         raise UserError(f"--draws: must be >= 2 (a fit needs two points), got {draws}")
     p = _params(params, suite)
-    from clusterfl.config import read_yaml
+    from clusterfl.io import read_yaml
 
     refs = read_yaml(p.papers["p2"].references_file).get(experiment) or {}
     if "holdout_mse" not in refs:

@@ -17,8 +17,10 @@ from typing import Any
 
 import yaml
 
-from clusterfl.config import SuiteConfig, load_params, read_yaml, suite_chain, suite_root
+from clusterfl.config import SuiteConfig, load_params
 from clusterfl.errors import UserError, unknown_name
+from clusterfl.io import read_yaml
+from clusterfl.suite import suite_chain, suite_root
 from pipeline.imports import closure, function_imports, graph
 
 HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the import graph: do not\n"

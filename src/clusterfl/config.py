@@ -33,17 +33,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from clusterfl.algorithms import ALGORITHMS, Schedule
 from clusterfl.data import DATA_SOURCES
 from clusterfl.errors import UserError, check_keys, unknown_name
+from clusterfl.io import mapping, read_yaml, shown
 from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import MODELS
 from clusterfl.options import build_options
 from clusterfl.papers import BUILTIN, Paper, load_papers, paper_directory
 from clusterfl.partition import SCHEMES
-from clusterfl.suite import Cell, grid_cells, merge, needed
+from clusterfl.suite import Cell, grid_cells, merge, needed, suite_chain, suite_root
 from clusterfl.tuning import Tuning, parse_tuning
 
 SUITE_KEYS = ("name", "extends", "seeds", "training", "grid", "partitions", "papers",
@@ -82,12 +81,6 @@ class AlgorithmConfig:
     hyper: Any
 
 
-def mapping(value: Any, key: str) -> dict[str, Any]:
-    if not isinstance(value, Mapping):
-        raise UserError(f"{key}: expected a mapping, got {type(value).__name__}")
-    return dict(value)
-
-
 def _names(value: Any, key: str, allowed: Mapping[str, Any]) -> list[str]:
     if not isinstance(value, list):
         raise UserError(f"{key}: expected a list of names")
@@ -96,22 +89,6 @@ def _names(value: Any, key: str, allowed: Mapping[str, Any]) -> list[str]:
             raise unknown_name(key, name, list(allowed))
     return list(value)
 
-
-def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping; a missing file, malformed YAML or an empty file is one line."""
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise UserError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UserError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
-    if raw is None:
-        raise UserError(f"{path}: empty file; expected a mapping")
-    return mapping(raw, str(path))
 
 
 class SuiteConfig:
@@ -179,7 +156,7 @@ class SuiteConfig:
 
     # -- reading ------------------------------------------------------------------------------
     def _add_paper(self, key: str, params_file: Path, raw: dict[str, Any] | None) -> None:
-        path = _shown(params_file)
+        path = shown(params_file)
         self.paper_file[key] = str(path)
         self.paper_params_file[key] = params_file.resolve()
         if raw is None:
@@ -414,48 +391,8 @@ def load_params(path: Path = Path("params.yaml"), load: Iterable[str] | None = N
     if catalogue_path.resolve() == path.resolve() or {"datasets", "partitions"} & set(raw):
         return SuiteConfig(path, raw, load=load)  # the root file or a copy: its own catalogue
     return SuiteConfig(path, raw, read_yaml(catalogue_path),
-                       catalogue_file=_shown(catalogue_path), load=load)
-
-
-def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """(file, its `suite:` block) of suite `path` and of each suite it `extends`, nearest
-    first."""
-    chain: list[tuple[Path, dict[str, Any]]] = []
-    while True:
-        raw = read_yaml(path)
-        if "suite" not in raw:
-            raise UserError(f"{path}: missing top-level key 'suite'")
-        chain.append((path, mapping(raw["suite"], f"{path}:suite")))
-        parent = chain[-1][1].get("extends")
-        if parent is None:
-            return chain
-        where = f"{path}:suite.extends"
-        path = suite_file(str(parent), suite_root(path))
-        if not path.exists():
-            raise UserError(f"{where}: no suite {parent!r} ({_shown(path)} does not exist)")
-        if path.resolve() in {p.resolve() for p, _ in chain}:
-            raise UserError(f"{where}: suite {parent!r} extends itself")
-
-
-def suite_root(path: Path) -> Path:
-    """The repository root of suite file `path`: suites/<name>/params.yaml lies two levels
-    below it, the default suite's params.yaml at it."""
-    parent = path.resolve().parent
-    return parent.parent.parent if parent.parent.name == "suites" else parent
+                       catalogue_file=shown(catalogue_path), load=load)
 
 
 def _fields(cls: type) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
-
-
-def _shown(path: Path) -> Path:
-    """`path` as errors show it: relative to the working directory where it is below it."""
-    try:
-        return path.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return path
-
-
-def suite_file(name: str, root: Path = Path(".")) -> Path:
-    """The params file of suite `name`: the root params.yaml for `default`."""
-    return root / "params.yaml" if name == "default" else root / "suites" / name / "params.yaml"

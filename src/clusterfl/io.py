@@ -5,11 +5,14 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
+
+from clusterfl.errors import UserError
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
@@ -100,3 +103,34 @@ def read_npz(path: Path, kinds: dict[str, str], what: str) -> dict[str, np.ndarr
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     _atomic(path, lambda tmp: tmp.write_bytes(data))
+
+
+def mapping(value: Any, key: str) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise UserError(f"{key}: expected a mapping, got {type(value).__name__}")
+    return dict(value)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """A YAML mapping; a missing file, malformed YAML or an empty file is one line."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise UserError(f"{path}: cannot read ({err.strerror})") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UserError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
+    if raw is None:
+        raise UserError(f"{path}: empty file; expected a mapping")
+    return mapping(raw, str(path))
+
+
+def shown(path: Path) -> Path:
+    """`path` as errors show it: relative to the working directory where it is below it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return path

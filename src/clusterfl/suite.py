@@ -21,9 +21,11 @@ suite that extends the benchmark with one more algorithm names only that algorit
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from clusterfl.errors import UserError, check_keys
+from clusterfl.io import mapping, read_yaml, shown
 
 GRID_KEYS = ("experiments", "algorithms")
 ADDITIVE = ("grid", "partitions")  # a child's entries add to its parent's
@@ -98,3 +100,35 @@ def needed(cells: list[Cell], extra_partitions: list[str], partition_of: Callabl
                                      *extra_partitions]))
     datasets = list(dict.fromkeys(dataset_of(p) for p in partitions))
     return datasets, partitions
+
+
+def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """(file, its `suite:` block) of suite `path` and of each suite it `extends`, nearest
+    first."""
+    chain: list[tuple[Path, dict[str, Any]]] = []
+    while True:
+        raw = read_yaml(path)
+        if "suite" not in raw:
+            raise UserError(f"{path}: missing top-level key 'suite'")
+        chain.append((path, mapping(raw["suite"], f"{path}:suite")))
+        parent = chain[-1][1].get("extends")
+        if parent is None:
+            return chain
+        where = f"{path}:suite.extends"
+        path = suite_file(str(parent), suite_root(path))
+        if not path.exists():
+            raise UserError(f"{where}: no suite {parent!r} ({shown(path)} does not exist)")
+        if path.resolve() in {p.resolve() for p, _ in chain}:
+            raise UserError(f"{where}: suite {parent!r} extends itself")
+
+
+def suite_root(path: Path) -> Path:
+    """The repository root of suite file `path`: suites/<name>/params.yaml lies two levels
+    below it, the default suite's params.yaml at it."""
+    parent = path.resolve().parent
+    return parent.parent.parent if parent.parent.name == "suites" else parent
+
+
+def suite_file(name: str, root: Path = Path(".")) -> Path:
+    """The params file of suite `name`: the root params.yaml for `default`."""
+    return root / "params.yaml" if name == "default" else root / "suites" / name / "params.yaml"

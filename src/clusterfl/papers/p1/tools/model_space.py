@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.clustering import flatten, kmeans_plusplus
-from clusterfl.config import SuiteConfig, mapping, read_yaml
+from clusterfl.config import SuiteConfig
 from clusterfl.data import build_dataset
 from clusterfl.errors import UserError, check_keys
+from clusterfl.io import mapping, read_yaml
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import Partition
 from clusterfl.recovery import adjusted_rand
