@@ -178,8 +178,9 @@ def stages(params: SuiteConfig, root: Path, code: Code) -> dict[str, Any]:
         "outs": [f"{reports}/tables", f"{reports}/figures", f"{reports}/curves",
                  f"{reports}/index.html"],
         "metrics": [{f"{reports}/metrics.json": {"cache": False}}]}
-    return {"stages": out,
-            "plots": [{f"{reports}/curves": {"x": "round"}}]}
+    # top-level plots are paths from the dvc.yaml's own directory, not from its `wdir`
+    plots = f"{reports}/curves" if wdir_text == "." else f"{wdir_text}/{reports}/curves"
+    return {"stages": out, "plots": [{plots: {"x": "round"}}]}
 
 
 def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:

@@ -218,6 +218,6 @@ def test_exp_run_reruns_only_the_changed_cells_and_plots_compare(workspace):
     assert _ran(out) == {"train@p1_synthetic_mlr-fedavg", "report"}
     shown = json.dumps(_dvc_json(ws, env, "exp", "show"))
     assert "lr05" in shown and "server_lr" in shown and "last_acc" in shown
-    plots = _dvc_json(ws, env, "plots", "diff", "HEAD")
-    curves = [name for name in plots if "reports/default/curves" in name]
-    assert any("p1_synthetic_mlr__fedavg" in name for name in curves), list(plots)
+    plots = _dvc_json(ws, env, "plots", "diff", "HEAD")["data"]  # one entry per curve file
+    assert "reports/default/curves/test_acc/p1_synthetic_mlr__fedavg.csv" in plots, list(plots)
+    assert "reports/default/curves/clustering_accuracy/p5_small_noniid__fedcgds.csv" in plots
