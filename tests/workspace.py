@@ -14,3 +14,26 @@ def copy_pipeline(ws: Path) -> None:
     for name in ("src", "pipeline", "suites"):
         shutil.copytree(ROOT / name, ws / name, symlinks=True,
                         ignore=shutil.ignore_patterns("__pycache__", "dvc.lock", ".gitignore"))
+
+
+def cli_in_process(ws: Path, *args: str, params: str = "params.yaml") -> None:
+    """`clusterfl <args> -p <params>` in this test process, in `ws`, for the steps a test only
+    needs done (download, partition, a cell to damage): the same commands as in a subprocess,
+    without a new interpreter importing torch, scikit-learn and MLflow again (~7 s of CPU each
+    on these 2 cores). The environment variables a command sets (threads) are put back."""
+    import os
+
+    import pytest
+    from typer.testing import CliRunner
+
+    from pipeline.cli import app
+
+    environ = dict(os.environ)
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.chdir(ws)
+            result = CliRunner().invoke(app, [*args, "-p", params])
+    finally:
+        os.environ.clear()
+        os.environ.update(environ)
+    assert result.exit_code == 0, (args, result.output, result.exception)
