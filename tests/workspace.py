@@ -16,11 +16,13 @@ def copy_pipeline(ws: Path) -> None:
                         ignore=shutil.ignore_patterns("__pycache__", "dvc.lock", ".gitignore"))
 
 
-def cli_in_process(ws: Path, *args: str, params: str = "params.yaml") -> None:
+def cli_in_process(ws: Path, *args: str, params: str = "params.yaml",
+                   env: dict[str, str | None] | None = None) -> None:
     """`clusterfl <args> -p <params>` in this test process, in `ws`, for the steps a test only
     needs done (download, partition, a cell to damage): the same commands as in a subprocess,
     without a new interpreter importing torch, scikit-learn and MLflow again (~7 s of CPU each
-    on these 2 cores). The environment variables a command sets (threads) are put back."""
+    on these 2 cores). `env`: variables to set (None: to unset) while it runs; the process's
+    environment is put back afterwards (a command sets the thread variables)."""
     import os
 
     import pytest
@@ -32,6 +34,11 @@ def cli_in_process(ws: Path, *args: str, params: str = "params.yaml") -> None:
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.chdir(ws)
+            for name, value in (env or {}).items():
+                if value is None:
+                    mp.delenv(name, raising=False)
+                else:
+                    mp.setenv(name, value)
             result = CliRunner().invoke(app, [*args, "-p", params])
     finally:
         os.environ.clear()
