@@ -16,13 +16,15 @@ def copy_pipeline(ws: Path) -> None:
                         ignore=shutil.ignore_patterns("__pycache__", "dvc.lock", ".gitignore"))
 
 
-def cli_in_process(ws: Path, *args: str, params: str = "params.yaml",
-                   env: dict[str, str | None] | None = None) -> None:
+def cli_in_process(ws: Path, *args: str, params: str | None = "params.yaml",
+                   env: dict[str, str | None] | None = None) -> str:
     """`clusterfl <args> -p <params>` in this test process, in `ws`, for the steps a test only
-    needs done (download, partition, a cell to damage): the same commands as in a subprocess,
-    without a new interpreter importing torch, scikit-learn and MLflow again (~7 s of CPU each
-    on these 2 cores). `env`: variables to set (None: to unset) while it runs; the process's
-    environment is put back afterwards (a command sets the thread variables)."""
+    needs done (download, partition, a cell to damage, a run to compare with): the same
+    commands as in a subprocess, without a new interpreter importing torch, scikit-learn and
+    MLflow again (~7 s of CPU each on these 2 cores). `params=None`: no -p (the --suite's
+    file). `env`: variables to set (None: to unset) while it runs; the process's environment
+    is put back afterwards (a command sets the thread variables). Returns what it wrote
+    (stdout and stderr together)."""
     import os
 
     import pytest
@@ -39,8 +41,9 @@ def cli_in_process(ws: Path, *args: str, params: str = "params.yaml",
                     mp.delenv(name, raising=False)
                 else:
                     mp.setenv(name, value)
-            result = CliRunner().invoke(app, [*args, "-p", params])
+            result = CliRunner().invoke(app, [*args, *(["-p", params] if params else [])])
     finally:
         os.environ.clear()
         os.environ.update(environ)
     assert result.exit_code == 0, (args, result.output, result.exception)
+    return result.output
