@@ -31,7 +31,7 @@ def _sh(cmd: list[str], cwd: Path, env: dict[str, str]) -> str:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     ws = tmp_path_factory.mktemp("bench")
-    copy_pipeline(ws)
+    copy_pipeline(ws, suites=("benchmark",))
     catalogue = yaml.safe_load((ROOT / "params.yaml").read_text())
     catalogue["datasets"]["fashion_mnist_bench"] = {"source": "digits"}  # offline, tiny
     (ws / "params.yaml").write_text(yaml.safe_dump(catalogue, sort_keys=False))

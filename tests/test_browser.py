@@ -83,7 +83,8 @@ def repo(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(repo):
     port = free_port()
-    proc = start_server(repo / "mlflow.db", port, cwd=repo, timeout=180)
+    # the UI as a user's `mlflow server` serves it, job runner included
+    proc = start_server(repo / "mlflow.db", port, cwd=repo, timeout=180, jobs=True)
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

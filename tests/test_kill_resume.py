@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.workspace import cli_in_process
+
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
 CELL = ("p1_synthetic_mlr", "pfedkm_k2")
@@ -57,8 +59,7 @@ def workspace(tmp_path_factory) -> Path:
     params["checkpoints"] = {"every": 2}
     (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     for args in (("download", "p1_synthetic"), ("partition", "p1_synthetic")):
-        proc = _run(ws, *args)
-        assert proc.returncode == 0, proc.stderr
+        cli_in_process(ws, *args, params=None)  # material, not under test: no new interpreter
     return ws
 
 
@@ -95,9 +96,10 @@ def test_sigkill_then_rerun_resumes_and_equals_an_uninterrupted_run(workspace):
     got = histories(parent / CELL[1])
 
     shutil.rmtree(parent / CELL[1])
-    fresh = _run(ws, *train)
-    assert fresh.returncode == 0, fresh.stderr
-    assert "resumed" not in fresh.stderr and "finished before" not in fresh.stderr
+    # the uninterrupted run to compare with: the same command, in this process (one thread)
+    fresh = cli_in_process(ws, *train, params=None,
+                           env={"CLUSTERFL_THREADS": "1", "HOME": str(ws)})
+    assert "resumed" not in fresh and "finished before" not in fresh
     want = histories(parent / CELL[1])
     assert list(got) == ["seed0", "seed1"] and got == want
 

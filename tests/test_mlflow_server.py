@@ -3,6 +3,7 @@ that is down never stops a run, and `clusterfl track --replay` logs it later, on
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from tests.mlflow_servers import free_port, start_server, stop_server
+from tests.workspace import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -33,8 +35,9 @@ def server(tmp_path):
         stop_server(proc)
 
 
-def _workspace(tmp_path: Path, rounds: int = 4) -> Path:
-    """A tiny default suite (one seed, `rounds` rounds, 6 clients) in `tmp_path / "ws"`."""
+def _workspace(tmp_path: Path, data: Path | None = None, rounds: int = 4) -> Path:
+    """A tiny default suite (one seed, `rounds` rounds, 6 clients) in `tmp_path / "ws"`, with
+    a copy of the `data` folder (its dataset and partition) when given."""
     ws = tmp_path / "ws"
     ws.mkdir()
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -42,7 +45,19 @@ def _workspace(tmp_path: Path, rounds: int = 4) -> Path:
     params["datasets"]["p1_synthetic"].update(clients_per_cluster=2, max_size=120)
     params["tracking"] = {"experiment": "server-test"}
     (ws / "params.yaml").write_text(yaml.safe_dump(params))
+    if data is not None:
+        shutil.copytree(data, ws / "data")
     return ws
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    """The suite's dataset and partition, made once for both tests and in this process
+    (neither command talks to MLflow; the rounds, which differ, are not their params)."""
+    ws = _workspace(tmp_path_factory.mktemp("data"))
+    for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"]):
+        cli_in_process(ws, *args)
+    return ws / "data"
 
 
 def _cli(ws: Path, uri: str, *args: str) -> subprocess.CompletedProcess:
@@ -51,12 +66,10 @@ def _cli(ws: Path, uri: str, *args: str) -> subprocess.CompletedProcess:
                           cwd=ws, env=env, capture_output=True, text=True, timeout=300)
 
 
-def test_train_logs_per_round_metrics_to_the_server(server, tmp_path):
-    ws = _workspace(tmp_path)
-    for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"],
-                 ["train", "p1_synthetic_mlr", "fedavg"]):
-        proc = _cli(ws, server, *args)
-        assert proc.returncode == 0, proc.stderr
+def test_train_logs_per_round_metrics_to_the_server(server, data, tmp_path):
+    ws = _workspace(tmp_path, data)
+    proc = _cli(ws, server, "train", "p1_synthetic_mlr", "fedavg")
+    assert proc.returncode == 0, proc.stderr
     assert not (ws / "mlflow.db").exists()  # the env var won over the default store
 
     from mlflow.tracking import MlflowClient
@@ -77,15 +90,13 @@ def test_train_logs_per_round_metrics_to_the_server(server, tmp_path):
     assert len(client.search_runs([exp.experiment_id])) == len(runs)
 
 
-def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(tmp_path):
+def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(data, tmp_path):
     """Server down: the cell trains, warns once, writes its history. Server up: the next
     stage (report) logs the parent and the seed run with every round's metrics; a replay
     after it logs nothing."""
-    ws = _workspace(tmp_path, rounds=3)
+    ws = _workspace(tmp_path, data, rounds=3)
     port = free_port()
     uri = f"http://127.0.0.1:{port}"
-    for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"]):
-        assert _cli(ws, uri, *args).returncode == 0
     start = time.monotonic()
     proc = _cli(ws, uri, "train", "p1_synthetic_mlr", "pfedkm_k4")
     assert proc.returncode == 0, proc.stderr

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from clusterfl.history import RunHistory, read_history
+from tests.workspace import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
 CELL = "results/default/p1_synthetic_mlr/pfedkm_k4"
@@ -38,16 +39,16 @@ def test_two_trainings_of_one_seed_write_the_same_bytes(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT}/src", "CLUSTERFL_THREADS": "1"}
     files = ("seed0/history.json", "seed0/history.csv", "summary.json")
     runs = []
-    for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"],
-                 ["train", "p1_synthetic_mlr", "pfedkm_k4", "--no-track"],
-                 ["train", "p1_synthetic_mlr", "pfedkm_k4", "--no-track"]):
+    for args in (["download", "p1_synthetic"], ["partition", "p1_synthetic"]):
+        cli_in_process(tmp_path, *args)  # the data, not under test
+    for _ in range(2):  # two trainings, each in a process of its own
+        args = ["train", "p1_synthetic_mlr", "pfedkm_k4", "--no-track"]
         proc = subprocess.run([sys.executable, "-m", "pipeline.cli", *args, "-p", "params.yaml"],
                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        if args[0] == "train":
-            cell = tmp_path / CELL
-            runs.append({f: (cell / f).read_bytes() for f in files}
-                        | {"timings": (tmp_path / LOGS / "seed0/timings.json").read_bytes()})
+        cell = tmp_path / CELL
+        runs.append({f: (cell / f).read_bytes() for f in files}
+                    | {"timings": (tmp_path / LOGS / "seed0/timings.json").read_bytes()})
     first, second = runs
     assert all(first[f] == second[f] for f in files)
     timings = json.loads(first["timings"])["records"]
