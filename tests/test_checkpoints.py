@@ -211,6 +211,7 @@ def test_the_key_covers_params_files_and_seed(tmp_path):
 
 def test_sigterm_finishes_the_round_checkpoints_and_stops(tmp_path):
     (job,) = jobs(tmp_path, every=0)
+    before = signal.getsignal(signal.SIGTERM)  # another in-process test may have set one
 
     class Term(Rounds):
         def on_round_end(self, round_: int, metrics) -> None:
@@ -223,7 +224,7 @@ def test_sigterm_finishes_the_round_checkpoints_and_stops(tmp_path):
     assert caught.value.exit_code == 128 + signal.SIGTERM
     assert "stopped by SIGTERM after round 3 of 5" in str(caught.value)
     assert "\n" not in str(caught.value)
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers put back
+    assert signal.getsignal(signal.SIGTERM) is before  # handlers put back
     assert torch.load(tmp_path / "ckpt/seed0/state.pt", weights_only=False)["round"] == 3
     (fresh,) = jobs(tmp_path / "fresh", every=0)
     assert timeless(job()) == timeless(fresh())

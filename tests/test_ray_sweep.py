@@ -214,7 +214,7 @@ def test_a_failed_cell_leaves_no_output_and_the_others_finish(data, local_ray):
     cwd = Path.cwd()
     os.chdir(ws)
     suite = yaml.safe_load((ws / "params.yaml").read_text())["suite"]
-    suite.update(name="failing", file="failing.yaml")  # its own output folders, same data
+    suite.update(name="failing")  # its own output folders, same data
     (ws / "data/failing").symlink_to(ws / "data/default")
     (ws / "failing.yaml").write_text(yaml.safe_dump({"suite": suite}, sort_keys=False))
     try:

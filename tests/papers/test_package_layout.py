@@ -57,4 +57,6 @@ def test_directories_and_report_entry_point(key: str):
     paper = load_papers([f"clusterfl.papers.{key}"])[key]
     assert paper.directory.resolve() == directory
     assert paper.report == f"clusterfl.papers.{key}.report:build"
-    assert callable(paper.report_function())
+    from clusterfl.reports.section import section_builder
+
+    assert callable(section_builder(paper))

@@ -45,5 +45,5 @@ def test_validation_fraction_in_params_is_checked_in_one_line():
            "datasets": {"d": {"source": "mnist_subset"}},
            "partitions": {"p": {"dataset": "d", "scheme": "iid", "num_clients": 2}}}
     with pytest.raises(UserError) as err:
-        SuiteConfig(Path("params.yaml"), raw, paper_params=papers)
+        SuiteConfig(Path("params.yaml"), raw, paper_params=papers, load=["p1"])
     assert "experiments.e.validation_fraction: expected a number in (0, 1)" in str(err.value)
