@@ -8,10 +8,22 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1s
 
 install: $(STAMP)
 
+# uv installs the locked set in ~70 s where pip takes ~220 s (mostly torch's CUDA wheels:
+# uv unpacks and byte-compiles in parallel). It reads pip's configuration (pip.conf, PIP_*)
+# for extra indexes and wheel folders (asked of $(PYTHON): make expands a recipe before its
+# first line creates the venv); if uv cannot be had, pip installs the same lock.
+UV_VERSION := 0.13.8
+PIP_SOURCES = $(foreach u,$(shell $(PYTHON) -m pip config get global.extra-index-url 2>/dev/null),--extra-index-url $(u)) \
+  $(foreach u,$(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null) $(PIP_FIND_LINKS),--find-links $(u))
+UV_INSTALL = $(BIN)/uv pip install -q --python $(BIN)/python --index-strategy unsafe-best-match $(PIP_SOURCES)
+
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -r requirements.lock
-	$(BIN)/python -m pip install -q --no-deps -e .
+	if $(BIN)/python -m pip install -q uv==$(UV_VERSION); then \
+	  $(UV_INSTALL) --compile-bytecode -r requirements.lock && $(UV_INSTALL) --no-deps -e .; \
+	else \
+	  $(BIN)/python -m pip install -q -r requirements.lock && $(BIN)/python -m pip install -q --no-deps -e .; \
+	fi
 	rm -f $(VENV)/.installed-* && touch $@
 
 # Each suite target: `clusterfl reproduce` = render its dvc.yaml, `clusterfl plan --write`
