@@ -40,6 +40,9 @@ paper: $(STAMP)  ## the papers' settings on offline data (hours on 2 cores)
 paper-%: $(STAMP)  ## one paper's cells of `paper`, e.g. make paper-p5 -> reports/paper/p5/
 	$(REPRO) paper --paper $* $(PLAN_FLAGS)
 
+reference-%: $(STAMP)  ## after make paper-KEY: its histories and report into reference/paper/KEY/ (committed)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference paper --paper $*
+
 paper-online: $(STAMP)  ## the papers' settings on data that must be downloaded
 	$(REPRO) paper_online $(PLAN_FLAGS)
 

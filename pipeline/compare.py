@@ -2,7 +2,9 @@
 code change). Every cell/seed history under both is compared metric by metric, round by
 round; per-round arrays (assignments, importance, holdout matrices) too. Wall-clock metrics
 (`kmeans_seconds`, kept in `timings.json` since histories keep timings apart; older
-histories held them in the records) are skipped: they differ between any two runs.
+histories held them in the records) are skipped: they differ between any two runs. A tree of
+packed histories (`history.json.gz`, a committed reference: `pipeline.reference`) is read as
+its unpacked copy.
 """
 
 from pathlib import Path
@@ -11,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from clusterfl.history import load_history_json
+from pipeline.reference import unpacked
 
 WALL_CLOCK = {"kmeans_seconds"}
 
@@ -29,6 +32,11 @@ def _max_diff(a: Any, b: Any) -> float:
 def compare(a: Path, b: Path) -> list[dict[str, Any]]:
     """One row per seed history present in both trees: the largest difference over shared
     metrics and arrays, the names only one side has, and the round counts."""
+    with unpacked(a) as left_tree, unpacked(b) as right_tree:
+        return _compare(left_tree, right_tree)
+
+
+def _compare(a: Path, b: Path) -> list[dict[str, Any]]:
     left, right = _histories(a), _histories(b)
     rows = []
     for key in sorted(set(left) & set(right)):

@@ -56,3 +56,25 @@ def test_two_trainings_of_one_seed_write_the_same_bytes(tmp_path):
     assert all(set(t) == {"round", "kmeans_seconds", "round_seconds"}
                and t["kmeans_seconds"] > 0 and t["round_seconds"] > 0 for t in timings)
     assert b"kmeans_seconds" not in first["seed0/history.json"] + first["summary.json"]
+
+
+def _capability(env_value: str | None) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "ATEN_CPU_CAPABILITY"}
+    if env_value is not None:
+        env["ATEN_CPU_CAPABILITY"] = env_value
+    code = ("import clusterfl, torch; torch.ones(2).sum(); "
+            "print(torch.backends.cpu.get_cpu_capability())")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def test_every_avx2_machine_runs_torchs_avx2_kernels_unless_the_user_chose():
+    """`clusterfl` pins PyTorch's CPU kernels to AVX2 (AVX-512 ones add in another order:
+    other last bits, another dvc.lock); a value the user set is kept."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not (cpuinfo.exists() and "avx2" in cpuinfo.read_text().split()):
+        pytest.skip("this CPU has no AVX2: PyTorch's own choice stands")
+    assert _capability(None) == "AVX2"
+    assert _capability("default") == "DEFAULT"

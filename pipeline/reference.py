@@ -1,0 +1,187 @@
+"""Reference results: a paper's run at the suite's settings, kept small enough to commit, so
+that a fresh clone shows the paper's report as measured and any cell trained again can be
+checked against it (`clusterfl compare reference/<suite>/<paper>/histories results/<suite>`).
+
+`python -m pipeline.reference SUITE --paper KEY` (`make reference-KEY` for the paper suite),
+after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/:
+- `histories/<experiment>/<algorithm>/seed<k>/history.json.gz`: every seed's history file,
+  byte for byte (its checksum still holds), gzip-compressed with no name or time in the gzip
+  header, so the same run gives the same bytes;
+- `report/`: the paper's report (tables/, figures/, curves/, index.html, metrics.json)
+  rendered by the report stage's own code from those histories, not copied from reports/:
+  `--check` renders it again and fails when a committed report is stale (report code or the
+  paper's references.yaml changed since);
+- `costs.md`: wall-clock seconds per round of each cell on the machine that trained it, and
+  `provenance.json`: the git commit each cell was trained at (from logs/).
+"""
+
+import argparse
+import filecmp
+import gzip
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+
+from clusterfl.config import SuiteConfig, load_params
+from clusterfl.errors import UserError
+from clusterfl.history import load_history_json
+from clusterfl.io import atomic_write_json
+from clusterfl.reports.runs import seed_dirs
+from pipeline.common import SuitePaths, output_dir
+
+REFERENCE = Path("reference")
+PACKED = "history.json.gz"
+REPORT_FILES = ("tables", "figures", "curves", "index.html", "metrics.json")  # not costs.md
+
+
+def reference_dir(suite: str, paper: str, root: Path = Path(".")) -> Path:
+    return root / REFERENCE / suite / paper
+
+
+def pack(history: Path, target: Path) -> None:
+    """`history` (validated first: a damaged file is never committed) as gzip at `target`."""
+    load_history_json(history)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
+                                                  mtime=0, compresslevel=9) as packed:
+        packed.write(history.read_bytes())
+
+
+@contextmanager
+def unpacked(tree: Path) -> Iterator[Path]:
+    """`tree` as a results tree of plain `history.json` files: itself when it holds no packed
+    history, else a temporary copy with every `history.json.gz` unpacked."""
+    packed = sorted(tree.rglob(PACKED))
+    if not packed:
+        yield tree
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in packed:
+            target = Path(tmp) / path.parent.relative_to(tree) / "history.json"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(gzip.decompress(path.read_bytes()))
+        yield Path(tmp)
+
+
+def _cells(params: SuiteConfig, paper: str) -> list[tuple[str, str]]:
+    return [(c.experiment, c.algorithm) for c in params.paper_cells(paper)]
+
+
+def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
+    """Pack the paper's seed histories from results/<home>/, write its costs and provenance
+    from logs/, and render its report; every cell of the paper must have results."""
+    home = SuitePaths(params.home, root)
+    target = reference_dir(params.suite, paper, root)
+    cells = _cells(params, paper)
+    missing = [f"{e}/{a}" for e, a in cells if not seed_dirs(home.results, e, a)]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise UserError(f"{home.results}: no results for {len(missing)} cells of paper "
+                        f"{paper!r} ({shown}); run `clusterfl reproduce {params.suite} "
+                        f"--paper {paper}` first")
+    commits: dict[str, str | None] = {}
+    with output_dir(target / "histories") as out:
+        for exp, alg in cells:
+            for seed in seed_dirs(home.results, exp, alg):
+                pack(seed / "history.json", out / exp / alg / seed.name / PACKED)
+            record = home.log_dir(exp, alg) / "tracking.json"
+            commits[f"{exp}/{alg}"] = (json.loads(record.read_text()).get("git_commit")
+                                       if record.exists() else None)
+    atomic_write_json(target / "provenance.json", {"suite": params.suite, "paper": paper,
+                                                   "git_commit": commits})
+    from pipeline.report import write_costs
+
+    write_costs(home.results, cells, target / "costs.md")
+    render(params, paper, target, target / "report")
+    return target
+
+
+def render(params: SuiteConfig, paper: str, reference: Path, report: Path) -> None:
+    """The paper's report from the packed histories under `reference`, into `report` (swapped
+    in whole), without MLflow."""
+    from pipeline import report as stage
+
+    with unpacked(reference / "histories") as results, \
+            tempfile.TemporaryDirectory() as tmp:
+        written = Path(tmp) / "report"
+        stage.run(params, Console(stderr=True, quiet=True), results, Path(tmp) / "partitions",
+                  written, paper_key=paper)
+        with output_dir(report) as out:
+            for name in REPORT_FILES:
+                source = written / name
+                if source.is_dir():
+                    shutil.copytree(source, out / name)
+                elif source.exists():
+                    shutil.copy(source, out / name)
+
+
+def stale_files(params: SuiteConfig, paper: str, reference: Path) -> list[str]:
+    """The report's text files (tables, curves, metrics.json, index.html) that differ from a
+    fresh rendering of the committed histories, or exist on one side only."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp) / "report"
+        render(params, paper, reference, fresh)
+        committed = reference / "report"
+
+        def texts(base: Path) -> set[str]:
+            return {p.relative_to(base).as_posix() for p in base.rglob("*")
+                    if p.is_file() and p.suffix != ".png"}
+
+        names = texts(fresh) | (texts(committed) if committed.exists() else set())
+        return sorted(n for n in names if not (committed / n).exists() or not (fresh / n).exists()
+                      or not filecmp.cmp(committed / n, fresh / n, shallow=False))
+
+
+def committed(root: Path = Path(".")) -> list[tuple[str, str]]:
+    """(suite, paper) of every reference under reference/."""
+    return sorted((d.parent.name, d.name) for d in (root / REFERENCE).glob("*/*")
+                  if (d / "histories").is_dir())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipeline.reference", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("suite", nargs="?", help="the suite whose results to pack, e.g. paper")
+    parser.add_argument("--paper", help="the paper's key, e.g. p4")
+    parser.add_argument("--check", action="store_true",
+                        help="render every committed reference report again; exit 1 if any "
+                             "differs (report code or references.yaml changed)")
+    parser.add_argument("--render", action="store_true",
+                        help="re-render the committed reference reports (no results needed)")
+    args = parser.parse_args(argv)
+    from clusterfl.suite import suite_file
+
+    try:
+        if args.check or args.render:
+            stale = 0
+            for suite, paper in committed():
+                params, ref = load_params(suite_file(suite)), reference_dir(suite, paper)
+                if args.render:
+                    render(params, paper, ref, ref / "report")
+                    print(f"rendered {ref / 'report'}")
+                    continue
+                differ = stale_files(params, paper, ref)
+                stale += bool(differ)
+                print(f"{ref}/report: " + (f"stale ({', '.join(differ)}); run `python -m "
+                                           f"pipeline.reference --render`" if differ else
+                                           "current"))
+            return 1 if stale else 0
+        if not args.suite or not args.paper:
+            parser.error("name a suite and --paper (or --check / --render)")
+        target = export(load_params(suite_file(args.suite)), args.paper)
+        size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+        print(f"wrote {target} ({size / 1e6:.1f} MB)")
+        return 0
+    except UserError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Reference results (`pipeline.reference`): a paper's histories packed byte for byte and the
+same bytes on every export, its report rendered from them (a changed table is found stale),
+`clusterfl compare` reading the packed tree; and every reference committed under
+reference/ is current: its report equals a fresh rendering of its histories."""
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from clusterfl.config import load_params
+from clusterfl.errors import UserError
+from pipeline import reference
+from pipeline.cli import app
+from tests.workspace import cli_in_process, grid
+
+ROOT = Path(__file__).resolve().parents[1]
+CELLS = [("p4_fig1_n100", "pfl_tc"), ("p4_fig1_n100", "oracle")]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory) -> Path:
+    """A workspace whose suite trained two P4 cells (2 seeds, 3 rounds)."""
+    ws = tmp_path_factory.mktemp("ref")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["suite"].update(seeds=[0, 1], training={"rounds": 3}, grid=grid(CELLS))
+    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    cli_in_process(ws, "download", "p4_threshold_n100")
+    cli_in_process(ws, "partition", "p4_threshold_n100")
+    for exp, alg in CELLS:
+        cli_in_process(ws, "train", exp, alg, "--no-track")
+    return ws
+
+
+def test_export_packs_every_history_and_renders_the_papers_report(trained, tmp_path):
+    ws = trained
+    params = load_params(ws / "params.yaml")
+    target = reference.export(params, "p4", ws)
+    assert target == ws / "reference/default/p4"
+    for exp, alg in CELLS:
+        for seed in (0, 1):
+            plain = ws / f"results/default/{exp}/{alg}/seed{seed}/history.json"
+            packed = target / f"histories/{exp}/{alg}/seed{seed}/history.json.gz"
+            assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    assert json.loads((target / "provenance.json").read_text())["paper"] == "p4"
+    assert "p4_fig1_n100/pfl_tc" in (target / "costs.md").read_text()  # timings from logs/
+    report = target / "report"
+    assert (report / "tables/p4.md").exists() and (report / "index.html").exists()
+    assert not (report / "costs.md").exists()  # wall-clock: beside the report, not in it
+    first = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
+    reference.export(params, "p4", ws)  # the same results: the same bytes, PNGs included
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == first
+    assert reference.stale_files(params, "p4", target) == []
+    table = report / "tables/p4.md"
+    table.write_text(table.read_text() + "\nedited by hand\n")
+    (report / "tables/extra.csv").write_text("x\n")
+    assert reference.stale_files(params, "p4", target) == ["tables/extra.csv", "tables/p4.md"]
+
+
+def test_compare_reads_a_packed_reference(trained, tmp_path):
+    ws = trained
+    target = reference.export(load_params(ws / "params.yaml"), "p4", ws)
+    same = CliRunner().invoke(app, ["compare", str(target / "histories"),
+                                    str(ws / "results/default")])
+    assert same.exit_code == 0, same.output
+    assert "4 of 4 histories in both trees equal" in same.output
+    changed = tmp_path / "changed"
+    shutil.copytree(ws / "results/default", changed)
+    history = changed / "p4_fig1_n100/oracle/seed1/history.json"
+    data = json.loads(history.read_text())
+    data.pop("checksum")
+    data["records"][-1][data["primary"]] += 1e-9
+    history.write_text(json.dumps(data))
+    differ = CliRunner().invoke(app, ["compare", str(target / "histories"), str(changed)])
+    assert differ.exit_code == 1 and "3 of 4 histories in both trees equal" in differ.output
+
+
+def test_export_without_results_names_the_missing_cells_and_writes_nothing(tmp_path):
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["suite"].update(grid=grid(CELLS))
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(UserError, match=r"no results for 2 cells of paper 'p4' "
+                                        r"\(p4_fig1_n100/pfl_tc, p4_fig1_n100/oracle\)"):
+        reference.export(load_params(tmp_path / "params.yaml"), "p4", tmp_path)
+    assert not (tmp_path / "reference").exists()
+
+
+@pytest.mark.parametrize(("suite", "paper"), reference.committed(ROOT) or [("none", "none")])
+def test_every_committed_reference_report_is_current(suite, paper, monkeypatch):
+    """A committed reference's report equals a fresh rendering of its histories; when report
+    code or a references.yaml changes, `python -m pipeline.reference --render` brings it up
+    to date (no training)."""
+    if suite == "none":
+        pytest.skip("no reference committed")
+    monkeypatch.chdir(ROOT)
+    params = load_params(Path("suites") / suite / "params.yaml")
+    assert reference.stale_files(params, paper, reference.reference_dir(suite, paper)) == []
