@@ -13,12 +13,18 @@ after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/
   paper's references.yaml changed since);
 - `costs.md`: wall-clock seconds per round of each cell on the machine that trained it, and
   `provenance.json`: the git commit each cell was trained at (from logs/).
+
+README.md and docs/*.md show reference tables between markers that name a reference, one of
+its report's Markdown files and which table of it (`#N`, counted from 1):
+`<!-- reference paper/p4 tables/p4.md#1 -->` ... `<!-- end reference -->`. `--render` fills
+them from the committed reports, `--check` fails when one differs: no table is copied by hand.
 """
 
 import argparse
 import filecmp
 import gzip
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -38,6 +44,9 @@ from pipeline.common import SuitePaths, output_dir
 REFERENCE = Path("reference")
 PACKED = "history.json.gz"
 REPORT_FILES = ("tables", "figures", "curves", "index.html", "metrics.json")  # not costs.md
+DOCUMENTS = ("README.md", "docs/*.md")  # where reference tables are shown
+BLOCK = re.compile(r"(<!-- reference (\S+)/(\S+) (\S+?)#(\d+) -->\n)(.*?)(<!-- end reference -->)",
+                   re.S)
 
 
 def reference_dir(suite: str, paper: str, root: Path = Path(".")) -> Path:
@@ -91,8 +100,8 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
             for seed in seed_dirs(home.results, exp, alg):
                 pack(seed / "history.json", out / exp / alg / seed.name / PACKED)
             record = home.log_dir(exp, alg) / "tracking.json"
-            commits[f"{exp}/{alg}"] = (json.loads(record.read_text()).get("git_commit")
-                                       if record.exists() else None)
+            tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
+            commits[f"{exp}/{alg}"] = tags.get("git_commit")
     atomic_write_json(target / "provenance.json", {"suite": params.suite, "paper": paper,
                                                    "git_commit": commits})
     from pipeline.report import write_costs
@@ -138,6 +147,39 @@ def stale_files(params: SuiteConfig, paper: str, reference: Path) -> list[str]:
                       or not filecmp.cmp(committed / n, fresh / n, shallow=False))
 
 
+def markdown_tables(text: str) -> list[str]:
+    """The Markdown tables of `text` (runs of lines starting with `|`), in order."""
+    tables, current = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line)
+        elif current:
+            tables.append("\n".join(current) + "\n")
+            current = []
+    return tables
+
+
+def fill_blocks(text: str, root: Path = Path("."), where: str = "") -> str:
+    """`text` with every reference block's table taken from its committed report; a block
+    naming a missing reference, file or table is an error."""
+
+    def table(match: re.Match[str]) -> str:
+        suite, paper, name, number = match[2], match[3], match[4], int(match[5])
+        path = reference_dir(suite, paper, root) / "report" / name
+        if not path.is_file():
+            raise UserError(f"{where}: reference block names {path}, which does not exist")
+        tables = markdown_tables(path.read_text())
+        if not 1 <= number <= len(tables):
+            raise UserError(f"{where}: {path} has {len(tables)} tables, not #{number}")
+        return match[1] + tables[number - 1] + match[7]
+
+    return BLOCK.sub(table, text)
+
+
+def documents(root: Path = Path(".")) -> list[Path]:
+    return sorted({p for pattern in DOCUMENTS for p in root.glob(pattern)})
+
+
 def committed(root: Path = Path(".")) -> list[tuple[str, str]]:
     """(suite, paper) of every reference under reference/."""
     return sorted((d.parent.name, d.name) for d in (root / REFERENCE).glob("*/*")
@@ -171,6 +213,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{ref}/report: " + (f"stale ({', '.join(differ)}); run `python -m "
                                            f"pipeline.reference --render`" if differ else
                                            "current"))
+            for path in documents():
+                text = path.read_text()
+                filled = fill_blocks(text, where=str(path))
+                if args.render and filled != text:
+                    path.write_text(filled)
+                    print(f"rendered the reference tables of {path}")
+                elif args.check and filled != text:
+                    stale += 1
+                    print(f"{path}: reference tables stale; run `python -m pipeline.reference "
+                          "--render`")
             return 1 if stale else 0
         if not args.suite or not args.paper:
             parser.error("name a suite and --paper (or --check / --render)")

@@ -46,7 +46,9 @@ def test_export_packs_every_history_and_renders_the_papers_report(trained, tmp_p
             plain = ws / f"results/default/{exp}/{alg}/seed{seed}/history.json"
             packed = target / f"histories/{exp}/{alg}/seed{seed}/history.json.gz"
             assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
-    assert json.loads((target / "provenance.json").read_text())["paper"] == "p4"
+    provenance = json.loads((target / "provenance.json").read_text())
+    assert provenance["paper"] == "p4" and set(provenance["git_commit"]) == {
+        f"{e}/{a}" for e, a in CELLS}
     assert "p4_fig1_n100/pfl_tc" in (target / "costs.md").read_text()  # timings from logs/
     report = target / "report"
     assert (report / "tables/p4.md").exists() and (report / "index.html").exists()
@@ -99,3 +101,28 @@ def test_every_committed_reference_report_is_current(suite, paper, monkeypatch):
     monkeypatch.chdir(ROOT)
     params = load_params(Path("suites") / suite / "params.yaml")
     assert reference.stale_files(params, paper, reference.reference_dir(suite, paper)) == []
+
+
+def test_a_document_block_shows_the_named_table_of_a_committed_report(tmp_path):
+    report = tmp_path / "reference/paper/p9/report/tables"
+    report.mkdir(parents=True)
+    (report / "p9.md").write_text("# P9\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\ntext\n\n"
+                                  "| c |\n|---|\n| 3 |\n")
+    assert reference.markdown_tables((report / "p9.md").read_text()) == [
+        "| a | b |\n|---|---|\n| 1 | 2 |\n", "| c |\n|---|\n| 3 |\n"]
+    doc = ("before\n<!-- reference paper/p9 tables/p9.md#2 -->\n| old |\n"
+           "<!-- end reference -->\nafter\n")
+    assert reference.fill_blocks(doc, tmp_path) == (
+        "before\n<!-- reference paper/p9 tables/p9.md#2 -->\n| c |\n|---|\n| 3 |\n"
+        "<!-- end reference -->\nafter\n")
+    with pytest.raises(UserError, match=r"README.md: .*p9.md has 2 tables, not #3"):
+        reference.fill_blocks(doc.replace("#2", "#3"), tmp_path, "README.md")
+    with pytest.raises(UserError, match=r"README.md: reference block names .*p8/report/tables"):
+        reference.fill_blocks(doc.replace("p9 ", "p8 "), tmp_path, "README.md")
+
+
+def test_readme_and_docs_show_the_committed_reference_tables():
+    """Every reference block of README.md and docs/ equals its committed report's table."""
+    stale = [str(p.relative_to(ROOT)) for p in reference.documents(ROOT)
+             if reference.fill_blocks(p.read_text(), ROOT, str(p)) != p.read_text()]
+    assert stale == [], "run `python -m pipeline.reference --render`"
