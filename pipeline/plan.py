@@ -12,9 +12,14 @@ plan in logs/<suite>/plan.json for the progress lines of the repro that follows
   `round_seconds` of the cell's last run in this suite (every seed and round in
   logs/<suite>/<experiment>/<algorithm>/seed<k>/timings.json), else a probe of a few rounds
   (`pipeline.probe`; cached, and a cached one is used with `--no-probe` too), else
-  unknown. Not counted: each seed's setup (loading
-  data, building the model), the download, partition and report stages, and the rounds a
-  checkpoint of an interrupted run would save;
+  unknown. Beside the rounds, each train stage costs its process's start-up, loading data,
+  MLflow logging and DVC's hashing and lock writes (measured: ~14 s a stage against ~6 s of
+  rounds for P4's cells, so a plan of rounds alone said 7 min for a 24-min run): the plan adds
+  the suite's measured stage overhead, the median over cells that ended one after the other
+  in logs/ of the time between the two ends minus the later cell's rounds (`stage_overhead`);
+  before two cells have run here it is unknown and said so. Not counted: the download,
+  partition and report stages beyond that median, and the rounds a checkpoint of an
+  interrupted run would save;
 - wall time with `--jobs N`: `dvc repro` runs the cells one after another and each cell's
   seeds N at a time (CLUSTERFL_JOBS=N), so a cell takes the longest-processing-time (LPT)
   makespan of its seed runs over N workers (its seeds cost the same: ceil(S / N) seed runs)
@@ -24,7 +29,9 @@ plan in logs/<suite>/plan.json for the progress lines of the repro that follows
 """
 
 import heapq
+import itertools
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -41,7 +48,7 @@ from clusterfl.errors import CorruptFile, UserError
 from clusterfl.history import read_timings
 from clusterfl.io import atomic_write_json
 from pipeline.common import SuitePaths
-from pipeline.progress import clock, plan_path
+from pipeline.progress import FINISHED_FILE, clock, plan_path
 
 LOGS, PROBE, CACHED, UNKNOWN = "logs", "probe", "probe (cached)", "unknown"
 
@@ -91,11 +98,17 @@ class Plan:
     jobs: int
     cells: list[CellPlan]  # the stale ones
     total: int  # the cells of the suite (of `paper`), stale or not
+    stage_seconds: float | None = None  # a train stage's cost beyond its rounds, measured here
+
+    def stage_wall(self, cell: CellPlan) -> float | None:
+        """The cell's wall time under `dvc repro`: its rounds plus the stage overhead."""
+        rounds = cell.wall_seconds(self.jobs)
+        return None if rounds is None else rounds + (self.stage_seconds or 0.0)
 
     def totals(self) -> dict[str, Any]:
         known = [c for c in self.cells if c.seed_seconds is not None]
         return {"cpu_seconds": sum(c.cpu_seconds or 0.0 for c in known),
-                "wall_seconds": sum(c.wall_seconds(self.jobs) or 0.0 for c in known),
+                "wall_seconds": sum(self.stage_wall(c) or 0.0 for c in known),
                 "sweep_wall_seconds": lpt_makespan(
                     [c.seed_seconds or 0.0 for c in known for _ in range(c.seeds)], self.jobs),
                 "unknown": [c.name for c in self.cells if c.seed_seconds is None]}
@@ -104,10 +117,11 @@ class Plan:
         cells = [{"cell": c.name, "paper": c.paper, "experiment": c.experiment,
                   "algorithm": c.algorithm, "seeds": c.seeds, "rounds": c.rounds,
                   "seconds_per_round": c.seconds_per_round, "source": c.source, "why": c.why,
-                  "cpu_seconds": c.cpu_seconds, "wall_seconds": c.wall_seconds(self.jobs)}
+                  "cpu_seconds": c.cpu_seconds, "wall_seconds": self.stage_wall(c)}
                  for c in self.cells]
         out = {"suite": self.suite, "paper": self.paper, "jobs": self.jobs,
-               "cells_in_suite": self.total, "cells": cells, **self.totals()}
+               "cells_in_suite": self.total, "stage_seconds": self.stage_seconds,
+               "cells": cells, **self.totals()}
         return out if written is None else {"written": written, **out}
 
 
@@ -150,6 +164,32 @@ def logged_seconds_per_round(paths: SuitePaths, experiment: str, algorithm: str
     return sum(seconds) / len(seconds) if seconds else None
 
 
+def stage_overhead(paths: SuitePaths, jobs: int, within: float = 900.0) -> float | None:
+    """Seconds a train stage of the suite costs here beyond its rounds: for each cell whose
+    end (logs/<suite>/<experiment>/<algorithm>/finished.json) came at most `within` s plus
+    its rounds after another cell's (one `dvc repro`), the time between the two ends minus
+    its rounds (its seeds' round seconds, `jobs` at a time, LPT); the median of those. None
+    before two cells have ended one after the other."""
+    ends = []
+    for record in (paths.root / "logs" / paths.suite).glob(f"*/*/{FINISHED_FILE}"):
+        try:
+            ends.append((float(json.loads(record.read_text())["finished"]), record.parent))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    ends.sort()
+    overheads = []
+    for (before, _), (end, cell) in itertools.pairwise(ends):
+        try:
+            seeds = [sum(t.get("round_seconds", 0.0) for t in read_timings(seed))
+                     for seed in sorted(cell.glob("seed*"))]
+        except CorruptFile:
+            continue
+        rounds = lpt_makespan(seeds, jobs)
+        if end - before <= within + rounds:
+            overheads.append(max(0.0, end - before - rounds))
+    return statistics.median(overheads) if overheads else None
+
+
 # (experiment, algorithm) -> (seconds per round or None, its source)
 Probe = Callable[[str, str], tuple[float | None, str]]
 
@@ -169,7 +209,7 @@ def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str |
         cells.append(CellPlan(cell.paper, cell.experiment, cell.algorithm, len(params.seeds),
                               params.experiment(cell.experiment).schedule.rounds, seconds,
                               source, stale[cell.name]))
-    return Plan(params.suite, paper, jobs, cells, len(mine))
+    return Plan(params.suite, paper, jobs, cells, len(mine), stage_overhead(paths, jobs))
 
 
 def write(plan: Plan, paths: SuitePaths, now: float | None = None) -> Path:
@@ -184,6 +224,10 @@ def total_line(plan: Plan) -> str:
     t, n = plan.totals(), plan.jobs
     scope = f"suite {plan.suite}" + (f", paper {plan.paper}" if plan.paper else "")
     known = len(plan.cells) - len(t["unknown"])
+    overhead = (f"{plan.stage_seconds:.1f} s a stage beyond its rounds, measured here"
+                if plan.stage_seconds is not None else
+                "rounds only: no stage overhead measured here yet (no two cells of the suite "
+                "ended one after the other in logs/)")
     if plan.cells and not known:  # nothing to add up: say how to get numbers
         return (f"{scope}: {len(plan.cells)} of {plan.total} cells to train, none of known "
                 "cost (no timings in logs/ and not probed: run `clusterfl plan` without "
@@ -192,8 +236,8 @@ def total_line(plan: Plan) -> str:
             f"{f'; the {known} of known cost' if t['unknown'] else ''}: CPU time "
             f"{clock(t['cpu_seconds'])}; wall with {n} job{'s' * (n > 1)}: "
             f"{clock(t['wall_seconds'])} under `dvc repro` (cells one after another, each "
-            f"cell's seeds {n} at a time), {clock(t['sweep_wall_seconds'])} under `clusterfl "
-            f"sweep` (every seed run in one pool of {n}, longest first)")
+            f"cell's seeds {n} at a time, {overhead}), {clock(t['sweep_wall_seconds'])} of "
+            f"rounds under `clusterfl sweep` (every seed run in one pool of {n}, longest first)")
     if t["unknown"]:
         line += (f"; not counted: {len(t['unknown'])} cells of unknown cost (no timings in "
                  "logs/, not probed)")
@@ -206,7 +250,7 @@ def table_rows(plan: Plan) -> list[Sequence[str]]:
 
     return [(c.name, c.paper, str(c.seeds), str(c.rounds),
              UNKNOWN if c.seconds_per_round is None else f"{c.seconds_per_round:.3g}",
-             c.source, shown(c.cpu_seconds), shown(c.wall_seconds(plan.jobs)), c.why)
+             c.source, shown(c.cpu_seconds), shown(plan.stage_wall(c)), c.why)
             for c in plan.cells]
 
 

@@ -16,7 +16,15 @@ import yaml
 from clusterfl.config import load_params
 from clusterfl.io import atomic_write_json
 from pipeline.common import SuitePaths
-from pipeline.plan import CellPlan, Plan, build, lpt_makespan, stale_cells, total_line
+from pipeline.plan import (
+    CellPlan,
+    Plan,
+    build,
+    lpt_makespan,
+    stage_overhead,
+    stale_cells,
+    total_line,
+)
 from pipeline.progress import (
     no_plan_line,
     plan_path,
@@ -64,6 +72,30 @@ def test_plan_totals_cells_in_sequence_and_the_sweep_pool_by_hand():
     assert total_line(unknown) == (
         "suite s: 1 of 4 cells to train, none of known cost (no timings in logs/ and not "
         "probed: run `clusterfl plan` without --no-probe to time them)")
+
+
+def test_stage_overhead_is_the_median_time_between_cell_ends_beyond_their_rounds(tmp_path):
+    """Four cells ended at 100, 130, 150 and 1400 s, each with 2 seeds of 4 + 6 s and 2 + 2 s
+    of rounds: 10 s of rounds with 2 jobs, 14 s with 1. Beyond the rounds, with 2 jobs: 30 -
+    10 = 20 and 20 - 10 = 10 (the last, 1250 s after: another session, is left out), median
+    15; with 1 job: 16 and 6, median 11. A plan adds it to every cell's wall time."""
+    paths = SuitePaths("s", tmp_path)
+    assert stage_overhead(paths, 2) is None
+    for i, end in enumerate([100.0, 130.0, 150.0, 1400.0]):
+        record_finished(paths, "e", f"a{i}", seconds=1.0, now=end)
+        for seed, rounds in enumerate([[4.0, 6.0], [2.0, 2.0]]):
+            atomic_write_json(paths.log_dir("e", f"a{i}") / f"seed{seed}/timings.json",
+                              {"records": [{"round": r + 1, "round_seconds": v}
+                                           for r, v in enumerate(rounds)]})
+    assert stage_overhead(paths, 2) == 15.0
+    assert stage_overhead(paths, 1) == 11.0
+    cell = CellPlan("p", "e", "a", seeds=2, rounds=10, seconds_per_round=1.0, source="logs",
+                    why="changed")
+    plan = Plan("s", None, jobs=2, cells=[cell, cell], total=2, stage_seconds=19.0)
+    assert plan.totals()["wall_seconds"] == 2 * (10.0 + 19.0)
+    assert "19.0 s a stage beyond its rounds, measured here" in total_line(plan)
+    assert "no stage overhead measured here yet" in total_line(
+        Plan("s", None, jobs=2, cells=[cell], total=1))
 
 
 def _plan(written: float, walls: dict[str, float | None]) -> dict:
