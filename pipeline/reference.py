@@ -7,10 +7,8 @@ after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/
 - `histories/<experiment>/<algorithm>/seed<k>/history.json.gz`: every seed's history file,
   byte for byte (its checksum still holds), gzip-compressed with no name or time in the gzip
   header, so the same run gives the same bytes;
-- `partitions/<partition>/seed<k>.npz`: the partition files of the paper's experiments, byte
-  for byte (a report may read them: P2's takes the true mixtures from them);
 - `report/`: the paper's report (tables/, figures/, curves/, index.html, metrics.json)
-  rendered by the report stage's own code from those files, not copied from reports/:
+  rendered by the report stage's own code from those histories, not copied from reports/:
   `--check` renders it again and fails when a committed report is stale (report code or the
   paper's references.yaml changed since);
 - `costs.md`: wall-clock seconds per round of each cell on the machine that trained it, and
@@ -104,15 +102,6 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
             record = home.log_dir(exp, alg) / "tracking.json"
             tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
             commits[f"{exp}/{alg}"] = tags.get("git_commit")
-    with output_dir(target / "partitions") as out:
-        for name in sorted({params.experiment(e).partition for e, _ in cells}):
-            for seed in params.seeds:
-                source = home.partition_file(name, seed)
-                if not source.exists():
-                    raise UserError(f"{source}: missing; run `clusterfl partition {name} "
-                                    f"--suite {params.home}` first")
-                (out / name).mkdir(exist_ok=True)
-                shutil.copy(source, out / name / source.name)
     atomic_write_json(target / "provenance.json", {"suite": params.suite, "paper": paper,
                                                    "git_commit": commits})
     from pipeline.report import write_costs
@@ -131,7 +120,7 @@ def render(params: SuiteConfig, paper: str, reference: Path, report: Path) -> No
             tempfile.TemporaryDirectory() as tmp:
         written = Path(tmp) / "report"
         stage.run(params, Console(stderr=True, quiet=True), results,
-                  reference / "partitions", written, paper_key=paper)
+                  Path(tmp) / "partitions", written, paper_key=paper)
         with output_dir(report) as out:
             for name in REPORT_FILES:
                 source = written / name
