@@ -39,20 +39,39 @@ def test_federation_layout(setup) -> None:
     assert fed.x[~fed.mask.unsqueeze(1).expand_as(fed.x)].abs().sum() == 0
 
 
+def test_selected_columns_lie_side_by_side_and_replace_only_the_selected(setup) -> None:
+    fed, xs, _, hs = setup
+    h = fed.stack_h(hs)
+    chosen = torch.tensor([1, 3])
+    torch.testing.assert_close(fed.selected_x(chosen), torch.cat([xs[1], xs[3]], dim=1),
+                               rtol=0, atol=0)
+    torch.testing.assert_close(fed.selected_x(torch.arange(4)), torch.cat(xs, dim=1),
+                               rtol=0, atol=0)
+    flat = fed.selected_h(h, chosen)
+    assert torch.equal(flat, torch.cat([hs[1], hs[3]], dim=1))
+    replaced = fed.replace_h(h, chosen, flat + 1.0)
+    for p in range(4):
+        want = hs[p] + 1.0 if p in (1, 3) else hs[p]
+        assert torch.equal(fed.client_h(replaced, p), want)
+    assert (replaced[~fed.mask.unsqueeze(1).expand_as(replaced)] == 0).all()
+
+
 def test_h_steps_equal_the_per_client_loop(setup) -> None:
     fed, xs, w, hs = setup
     rho, nu, c = 0.05, 1e-3, 3.0
-    batched = clients.h_steps(fed.x, fed.mask, w, fed.stack_h(hs), c, 7, rho, nu)
+    everyone = torch.arange(4)
+    flat = clients.h_steps(fed.selected_x(everyone), w, fed.selected_h(fed.stack_h(hs),
+                                                                        everyone), c, 7, rho, nu)
+    batched = fed.replace_h(fed.stack_h(hs), everyone, flat)
     looped = clients.reference_h_steps(xs, w, hs, c, 7, rho, nu)
     for got, want in zip(unstack(fed, batched), looped, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
-    assert (batched[~fed.mask.unsqueeze(1).expand_as(batched)] == 0).all()
     assert not torch.allclose(batched, fed.stack_h(hs))
 
 
 def test_client_statistics_and_fedcavg_w_steps_equal_the_loop(setup) -> None:
     fed, xs, w, hs = setup
-    hht, xht = clients.client_statistics(fed.x, fed.stack_h(hs))
+    hht, xht = clients.client_statistics(fed, fed.stack_h(hs))
     for p, (x_p, h_p) in enumerate(zip(xs, hs, strict=True)):
         torch.testing.assert_close(hht[p], h_p @ h_p.T, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(xht[p], x_p @ h_p.T, rtol=1e-12, atol=1e-12)
@@ -63,11 +82,16 @@ def test_client_statistics_and_fedcavg_w_steps_equal_the_loop(setup) -> None:
         torch.testing.assert_close(batched[p], want, rtol=1e-12, atol=1e-12)
 
 
-def test_fedcgds_uploads_equal_the_loop(setup) -> None:
+def test_fedcgds_uploads_equal_the_loop_summed_over_the_selected(setup) -> None:
     fed, xs, w, hs = setup
     after = clients.reference_h_steps(xs, w, hs, 3.0, 2)
-    u, v = clients.fedcgds_uploads(fed.x, fed.stack_h(hs), fed.stack_h(after))
-    for p, (u_p, v_p) in enumerate(clients.reference_fedcgds_uploads(xs, hs, after)):
-        torch.testing.assert_close(u[p], u_p, rtol=1e-12, atol=1e-12)
-        torch.testing.assert_close(v[p], v_p, rtol=1e-12, atol=1e-12)
-    assert u.shape == (4, K, K) and v.shape == (4, M, K) and u.abs().max() > 0
+    chosen = torch.tensor([0, 2, 3])
+    u, v = clients.fedcgds_uploads(fed.selected_x(chosen),
+                                   fed.selected_h(fed.stack_h(hs), chosen),
+                                   fed.selected_h(fed.stack_h(after), chosen))
+    pairs = clients.reference_fedcgds_uploads(xs, hs, after)
+    torch.testing.assert_close(u, sum(pairs[p][0] for p in (0, 2, 3)), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(v, sum(pairs[p][1] for p in (0, 2, 3)), rtol=1e-12, atol=1e-12)
+    assert u.shape == (K, K) and v.shape == (M, K) and u.abs().max() > 0
+    left_out = sum(pairs[p][1] for p in (0, 1, 2, 3))
+    assert not torch.allclose(v, left_out)

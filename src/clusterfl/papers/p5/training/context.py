@@ -74,7 +74,7 @@ def build_context(run: SeedInputs) -> P5Context:
 
 def central_x(fed: Federation) -> torch.Tensor:
     """All samples as one M x N matrix, columns in federation order (as `fed.flat_h`)."""
-    return torch.cat([fed.client_x(p) for p in range(fed.num_clients)], dim=1)
+    return fed.columns
 
 
 def objective_from_statistics(data_norm: float, w: torch.Tensor, hht: torch.Tensor,

@@ -66,8 +66,11 @@ def fedcavg_round(fed: Federation, state: FedCAvgState, bounds: WBounds, nu: flo
                   h_steps_per_round: int = 10, q_hat: int = 10) -> FedCAvgState:
     s = state.round + 1
     c = 0.5 * lipschitz_h(state.w, state.rho, nu)
-    h = h_steps(fed.x, fed.mask, state.w, state.h, c, h_steps_per_round, state.rho, nu)
-    hht, xht = client_statistics(fed.x, h)
+    everyone = torch.arange(fed.num_clients, device=fed.x.device)
+    columns = h_steps(fed.columns, state.w, fed.selected_h(state.h, everyone), c,
+                      h_steps_per_round, state.rho, nu)
+    h = fed.replace_h(state.h, everyone, columns)
+    hht, xht = client_statistics(fed, h)
     d = lipschitz_w(hht.sum(dim=0))
     local = fedcavg_w_steps(state.w, hht, xht, fed.weights, d, local_w_steps(q_hat, s))
     w = project_w((fed.weights[:, None, None] * local).sum(dim=0), bounds)

@@ -54,7 +54,7 @@ class FedCGdsState:
 
 def fedcgds_init(fed: Federation, w: torch.Tensor, h: torch.Tensor, rho: float) -> FedCGdsState:
     """Algorithm 2, line 1: the server's G1^0, G2^0 from every client's initial H_p."""
-    hht, xht = client_statistics(fed.x, h)
+    hht, xht = client_statistics(fed, h)
     return FedCGdsState(w=w, h=h, g1=hht.sum(dim=0), g2=xht.sum(dim=0), rho=rho)
 
 
@@ -67,17 +67,16 @@ def fedcgds_round(fed: Federation, state: FedCGdsState, selected: torch.Tensor,
                   bounds: WBounds, nu: float = NU, h_steps_per_round: int = 100,
                   w_steps_per_round: int = 100) -> FedCGdsState:
     selected = selected.to(fed.x.device)
-    x, before = fed.x[selected], state.h[selected]
+    x, before = fed.selected_x(selected), fed.selected_h(state.h, selected)
     c = 0.5 * lipschitz_h(state.w, state.rho, nu)
-    after = h_steps(x, fed.mask[selected], state.w, before, c, h_steps_per_round,
-                    state.rho, nu)
-    u, v = fedcgds_uploads(x, before, after)
-    g1, g2 = state.g1 + u.sum(dim=0), state.g2 + v.sum(dim=0)
+    after = h_steps(x, state.w, before, c, h_steps_per_round, state.rho, nu)
+    u, v = fedcgds_uploads(x, before, after)  # summed over the selected clients
+    g1, g2 = state.g1 + u, state.g2 + v
     d = 0.5 * lipschitz_w(g1)
     w = state.w
     for _ in range(w_steps_per_round):
         w = w_step(w, g1, g2, d, bounds)
-    h = state.h.index_copy(0, selected, after)
+    h = fed.replace_h(state.h, selected, after)
     upload = fedcgds_upload(fed.features, w.shape[1], len(selected))
     return FedCGdsState(w=w, h=h, g1=g1, g2=g2, rho=state.rho, round=state.round + 1,
                         uploaded=state.uploaded + upload)

@@ -44,5 +44,5 @@ class FedCAvg(OnmfAlgorithm):
         return self.all_clients
 
     def current(self) -> Snapshot:
-        hht, xht = client_statistics(self.ctx.fed.x, self.state.h)
+        hht, xht = client_statistics(self.ctx.fed, self.state.h)
         return Snapshot(self.state.w, self.state.h, hht.sum(dim=0), xht.sum(dim=0))
