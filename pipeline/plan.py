@@ -152,16 +152,29 @@ def stale_cells(status: Mapping[str, Any], params: SuiteConfig) -> dict[str, str
     return stale
 
 
+def logged_rounds(paths: SuitePaths, experiment: str, algorithm: str) -> list[list[float]]:
+    """Each seed's round_seconds in the cell's last run (its timings under logs/)."""
+    seeds = []
+    for seed in sorted(paths.log_dir(experiment, algorithm).glob("seed*")):
+        try:
+            seeds.append([t["round_seconds"] for t in read_timings(seed)
+                          if "round_seconds" in t])
+        except CorruptFile:
+            continue
+    return [s for s in seeds if s]
+
+
 def logged_seconds_per_round(paths: SuitePaths, experiment: str, algorithm: str
                              ) -> float | None:
     """The mean round_seconds of the cell's last run (every seed's timings under logs/)."""
-    seconds = []
-    for seed in sorted(paths.log_dir(experiment, algorithm).glob("seed*")):
-        try:
-            seconds += [t["round_seconds"] for t in read_timings(seed) if "round_seconds" in t]
-        except CorruptFile:
-            continue
+    seconds = [s for seed in logged_rounds(paths, experiment, algorithm) for s in seed]
     return sum(seconds) / len(seconds) if seconds else None
+
+
+def one_round_run(rounds_run: list[int], asked: int) -> bool:
+    """Whether a cell's algorithm runs a single round whatever its schedule asks (P5's
+    K-means++ is one call, not `rounds` iterations): every seed seen ran 1 of > 1 asked."""
+    return asked > 1 and bool(rounds_run) and all(n == 1 for n in rounds_run)
 
 
 def stage_overhead(paths: SuitePaths, jobs: int, within: float = 900.0) -> float | None:
@@ -190,8 +203,8 @@ def stage_overhead(paths: SuitePaths, jobs: int, within: float = 900.0) -> float
     return statistics.median(overheads) if overheads else None
 
 
-# (experiment, algorithm) -> (seconds per round or None, its source)
-Probe = Callable[[str, str], tuple[float | None, str]]
+# (experiment, algorithm) -> (seconds per round or None, its source, rounds the probe ran)
+Probe = Callable[[str, str], tuple[float | None, str, int | None]]
 
 
 def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str | None = None,
@@ -202,12 +215,15 @@ def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str |
     mine = params.paper_cells(paper)
     cells = []
     for cell in (c for c in mine if c.name in stale):
+        logged = logged_rounds(paths, cell.experiment, cell.algorithm)
         seconds = logged_seconds_per_round(paths, cell.experiment, cell.algorithm)
-        source = LOGS if seconds is not None else UNKNOWN
+        source, ran = (LOGS, [len(s) for s in logged]) if seconds is not None else (UNKNOWN, [])
         if seconds is None and probe is not None:
-            seconds, source = probe(cell.experiment, cell.algorithm)
+            seconds, source, probed = probe(cell.experiment, cell.algorithm)
+            ran = [] if probed is None else [probed]
+        rounds = params.experiment(cell.experiment).schedule.rounds
         cells.append(CellPlan(cell.paper, cell.experiment, cell.algorithm, len(params.seeds),
-                              params.experiment(cell.experiment).schedule.rounds, seconds,
+                              1 if one_round_run(ran, rounds) else rounds, seconds,
                               source, stale[cell.name]))
     return Plan(params.suite, paper, jobs, cells, len(mine), stage_overhead(paths, jobs))
 
@@ -279,14 +295,15 @@ def make(suite_file: Path, jobs: int, paper: str | None, probe: bool, console: C
                    TimeElapsedColumn(), console=console, transient=True, disable=not todo)
     task = bar.add_task("probing", total=len(todo))
 
-    def measure(experiment: str, algorithm: str) -> tuple[float | None, str]:
+    def measure(experiment: str, algorithm: str) -> tuple[float | None, str, int | None]:
         cached = prober.cached(experiment, algorithm)
         if cached is not None or not probe:
-            return cached, UNKNOWN if cached is None else CACHED
+            return (cached, UNKNOWN if cached is None else CACHED,
+                    prober.rounds_run(experiment, algorithm))
         bar.update(task, description=f"probing {experiment}-{algorithm}")
         seconds = prober.measure(experiment, algorithm)
         bar.advance(task)
-        return seconds, PROBE
+        return seconds, PROBE, prober.rounds_run(experiment, algorithm)
 
     try:
         with bar:

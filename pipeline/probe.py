@@ -7,6 +7,8 @@ temporary directory. Readings:
   allocations, caches, lazy imports), so it would overstate every later round; a cell whose
   rounds differ in cost (FedCAvg's schedule, a learning-rate search every round) is estimated
   from its first rounds all the same;
+- an algorithm that runs fewer rounds than the probe asked (P5's K-means++ is one call, its
+  run one round) is planned at the rounds it ran, not the schedule's (`rounds_run`);
 - the data are the suite's own files where `dvc repro` has made them (data/<suite>/), else
   built in the temporary directory by the download and partition stages' own functions, once
   per dataset and partition for all the cells of one plan;
@@ -76,6 +78,13 @@ class Prober:
             return float(hit["seconds_per_round"])
         return None
 
+    def rounds_run(self, experiment: str, algorithm: str) -> int | None:
+        """The rounds the cell's cached probe ran (fewer than asked: a one-round algorithm)."""
+        hit = self.cache.get(f"{experiment}-{algorithm}")
+        if hit and hit.get("key") == self.key(experiment, algorithm):
+            return int(hit.get("rounds_run", hit["rounds"]))
+        return None
+
     def measure(self, experiment: str, algorithm: str) -> float:
         """Train the probe's rounds now; the last round's seconds, cached."""
         exp = self.params.experiment(experiment)
@@ -85,10 +94,11 @@ class Prober:
                                                                       rounds=rounds))
         dataset = self._dataset(str(self.params.partition(exp.partition)["dataset"]))
         job = SeedJob(short, alg, dataset, self._partition(exp.partition, dataset), self.seed)
-        seconds = float(job().timings[-1]["round_seconds"])
+        timings = job().timings
+        seconds = float(timings[-1]["round_seconds"])
         self.cache[f"{experiment}-{algorithm}"] = {
             "key": self.key(experiment, algorithm), "seconds_per_round": seconds,
-            "threads": self.threads, "rounds": rounds}
+            "threads": self.threads, "rounds": rounds, "rounds_run": len(timings)}
         atomic_write_json(self.cache_file, self.cache)
         return seconds
 

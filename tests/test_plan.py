@@ -21,6 +21,7 @@ from pipeline.plan import (
     Plan,
     build,
     lpt_makespan,
+    one_round_run,
     stage_overhead,
     stale_cells,
     total_line,
@@ -202,6 +203,26 @@ def test_stale_cells_are_dvcs_and_those_after_a_stale_data_stage(workspace):
         ("p1_synthetic_mlr-fedavg", "logs", 2.0, 4.0),  # 2 s a round x 2 rounds x 1 seed
         ("p5_small_noniid-fedcgds", "unknown", None, None)]
     assert build(params, stale, jobs=1, paper="p5", root=ws).total == 1
+
+
+def test_a_one_round_algorithm_is_planned_at_one_round_from_logs_or_a_probe(workspace):
+    """P5's K-means++ runs one round whatever the schedule says: costing it at the
+    schedule's rounds made the first P5 plan 2 CPU-hours too long."""
+    ws, _ = workspace
+    params = load_params(ws / "params.yaml")
+    stale = {"p1_synthetic_mlr-fedavg": "changed", "p5_small_noniid-fedcgds": "changed"}
+    seed0 = ws / "logs/default/p1_synthetic_mlr/fedavg/seed0"
+    seed0.mkdir(parents=True, exist_ok=True)
+    (seed0 / "timings.json").write_text(json.dumps({"records": [
+        {"round": 1, "round_seconds": 5.0}]}))
+    plan = build(params, stale, jobs=1, root=ws,
+                 probe=lambda e, a: (0.5, "probe", 1))
+    assert [(c.name, c.rounds, c.cpu_seconds) for c in plan.cells] == [
+        ("p1_synthetic_mlr-fedavg", 1, 5.0), ("p5_small_noniid-fedcgds", 1, 0.5)]
+    rounds = params.experiment("p5_small_noniid").schedule.rounds
+    plan = build(params, stale, jobs=1, root=ws, probe=lambda e, a: (0.5, "probe", 2))
+    assert plan.cells[1].rounds == rounds > 1
+    assert not one_round_run([1, 2], 30) and not one_round_run([1], 1)
 
 
 @pytest.mark.slow
