@@ -11,6 +11,9 @@ after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/
   rendered by the report stage's own code from those histories, not copied from reports/:
   `--check` renders it again and fails when a committed report is stale (report code or the
   paper's references.yaml changed since);
+- `partitions/<name>/seed<k>.mixture.json`: the true mixtures of the partitions that have
+  them (P2's), which its report reads (`clusterfl.reports.mixtures`): the partition files
+  themselves are generated data and stay out;
 - `costs.md`: wall-clock seconds per round of each cell on the machine that trained it, and
   `provenance.json`: the git commit each cell was trained at (from logs/).
 
@@ -38,6 +41,7 @@ from clusterfl.config import SuiteConfig, load_params
 from clusterfl.errors import UserError
 from clusterfl.history import load_history_json
 from clusterfl.io import atomic_write_json
+from clusterfl.reports.mixtures import read_mixtures, summary_file, write_summary
 from clusterfl.reports.runs import seed_dirs
 from pipeline.common import SuitePaths, output_dir
 
@@ -102,6 +106,11 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
             record = home.log_dir(exp, alg) / "tracking.json"
             tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
             commits[f"{exp}/{alg}"] = tags.get("git_commit")
+    with output_dir(target / "partitions") as out:
+        for name, seed in sorted({(params.experiment(e).partition, int(s.name[4:]))
+                                  for e, a in cells for s in seed_dirs(home.results, e, a)}):
+            if read_mixtures(home.partitions, name, seed).mixture is not None:
+                write_summary(home.partition_file(name, seed), summary_file(out, name, seed))
     atomic_write_json(target / "provenance.json", {"suite": params.suite, "paper": paper,
                                                    "git_commit": commits})
     from pipeline.report import write_costs
@@ -120,7 +129,7 @@ def render(params: SuiteConfig, paper: str, reference: Path, report: Path) -> No
             tempfile.TemporaryDirectory() as tmp:
         written = Path(tmp) / "report"
         stage.run(params, Console(stderr=True, quiet=True), results,
-                  Path(tmp) / "partitions", written, paper_key=paper)
+                  reference / "partitions", written, paper_key=paper)
         with output_dir(report) as out:
             for name in REPORT_FILES:
                 source = written / name

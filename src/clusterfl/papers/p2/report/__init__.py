@@ -2,7 +2,8 @@
 (holdout matrices or importance weights), regression (MSE) or classification (accuracy %),
 the center x distribution tables, FedSoft vs the baselines, the sweeps (Tables 5-6) and the
 P2 figures; for every P2 experiment the shared curves/clustering/assignment figures. The
-distributions' names and the true mixtures come from the partition files; the paper's
+distributions' names and the true mixtures come from the partition files (or their summaries
+in reference results, `reports.mixtures`); the paper's
 numbers and which experiments form a sweep from references.yaml."""
 
 from collections.abc import Iterator, Mapping
@@ -11,9 +12,9 @@ from typing import Any
 
 from clusterfl.papers.p2.report import figures, sweeps, tables
 from clusterfl.papers.p2.report.cells import SeedResult, cell_metrics, is_soft_cell, read_cell
-from clusterfl.partition import Partition, load_partition
 from clusterfl.reports.diagnostics import diagnostic_section
 from clusterfl.reports.figures import experiment_figures
+from clusterfl.reports.mixtures import Mixtures, read_mixtures
 from clusterfl.reports.runs import by_experiment
 from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.sweeps import sweep_values
@@ -50,14 +51,13 @@ class P2Report:
         for exp, alg in report.cells:
             if is_soft_cell(report.results, exp, alg):
                 self.cells.setdefault(exp, {})[alg] = read_cell(report.results, exp, alg)
-        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._partitions: dict[tuple[str, int], Mixtures] = {}
 
-    def _partition(self, exp: str, seed: int) -> Partition:
-        """Each partition file is read once: tables, sweeps, metrics and figures all ask."""
+    def _partition(self, exp: str, seed: int) -> Mixtures:
+        """Each partition is read once: tables, sweeps, metrics and figures all ask."""
         name = self.params.experiment(exp).partition
         if (name, seed) not in self._partitions:
-            path = self.partitions / name / f"seed{seed}.npz"
-            self._partitions[(name, seed)] = load_partition(path)
+            self._partitions[(name, seed)] = read_mixtures(self.partitions, name, seed)
         return self._partitions[(name, seed)]
 
     def _names(self, exp: str) -> list[str]:
