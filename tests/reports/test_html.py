@@ -36,8 +36,9 @@ def test_stage_writes_index_with_every_table_and_figure(tmp_path):
     stage.run(suite, Console(quiet=True), results, tmp_path / "data/s/partitions", reports)
     page = (reports / "index.html").read_text()
     markdown_tables = sum(p.read_text().count("\n|---") for p in (reports / "tables").glob("*.md"))
-    # results.md, P1's Table 2 shape and its protocol table (one row per cell without views)
-    assert markdown_tables == 3 and page.count("<table>") == markdown_tables
+    # results.md, P1's Table 2 under the official protocol and as the text describes it, and
+    # its protocol table (one row per cell without views)
+    assert markdown_tables == 4 and page.count("<table>") == markdown_tables
     assert "| p1_synthetic_mlr | pfedme | its evaluated model (no views recorded) |" in \
         (reports / "tables/p1.md").read_text()
     figures = sorted(p.relative_to(reports).as_posix()

@@ -84,3 +84,22 @@ def protocol_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     header = ["experiment", "algorithm", "model", "last round", "best round",
               f"mean of last {WINDOW}", "seeds"]
     return "\n".join(markdown_table(header, lines)) + "\n"
+
+
+OFFICIAL_VIEW = "local_w"  # the official code's "personalized" model (`evaluated_model: local`)
+
+
+def official_rows(rows: Sequence[Mapping[str, Any]], metric: str) -> list[dict[str, Any]]:
+    """Per seed of each cell, the number the official pFedMe protocol reports: the best round
+    of the local w_i where the run recorded it, else of the cell's own model (IFCA, FedAvg,
+    Local: the best-round part of the protocol applies to every algorithm). As
+    `runs.seed_rows` rows, so that `summary_table` and `paper_layout` lay them out like
+    Table 2 (`last` holds that best-round number)."""
+    chosen: dict[tuple[str, str, int], Mapping[str, Any]] = {}
+    for row in rows:
+        key = (row["experiment"], row["algorithm"], row["seed"])
+        if row["view"] in (OFFICIAL_VIEW, OWN):
+            chosen[key] = row
+    return [{"experiment": r["experiment"], "algorithm": r["algorithm"], "seed": r["seed"],
+             "metric": metric, "last": r["best"], "best": r["best"],
+             "best_round": r["best_round"]} for r in chosen.values()]
