@@ -4,9 +4,11 @@ checked against it (`clusterfl compare reference/<suite>/<paper>/histories resul
 
 `python -m pipeline.reference SUITE --paper KEY` (`make reference-KEY` for the paper suite),
 after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/:
-- `histories/<experiment>/<algorithm>/seed<k>/history.json.gz`: every seed's history file,
-  byte for byte (its checksum still holds), gzip-compressed with no name or time in the gzip
-  header, so the same run gives the same bytes;
+- `histories/histories.tar.xz`: every seed's history file as
+  `<experiment>/<algorithm>/seed<k>/history.json`, byte for byte (its checksum still holds),
+  in one xz-compressed tar with sorted members and no times, owners or modes of this
+  machine, so the same run gives the same bytes (one solid archive is half the size of a
+  gzip file per history: the seeds of a cell share most of their text);
 - `report/`: the paper's report (tables/, figures/, curves/, index.html, metrics.json)
   rendered by the report stage's own code from those histories, not copied from reports/:
   `--check` renders it again and fails when a committed report is stale (report code or the
@@ -25,11 +27,13 @@ them from the committed reports, `--check` fails when one differs: no table is c
 
 import argparse
 import filecmp
-import gzip
+import io
 import json
+import lzma
 import re
 import shutil
 import sys
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -46,7 +50,7 @@ from clusterfl.reports.runs import seed_dirs
 from pipeline.common import SuitePaths, output_dir
 
 REFERENCE = Path("reference")
-PACKED = "history.json.gz"
+ARCHIVE = "histories.tar.xz"  # inside reference/<suite>/<paper>/histories/
 REPORT_FILES = ("tables", "figures", "curves", "index.html", "metrics.json")  # not costs.md
 DOCUMENTS = ("README.md", "docs/*.md")  # where reference tables are shown
 BLOCK = re.compile(r"(<!-- reference (\S+)/(\S+) (\S+?)#(\d+) -->\n)(.*?)(<!-- end reference -->)",
@@ -57,28 +61,32 @@ def reference_dir(suite: str, paper: str, root: Path = Path(".")) -> Path:
     return root / REFERENCE / suite / paper
 
 
-def pack(history: Path, target: Path) -> None:
-    """`history` (validated first: a damaged file is never committed) as gzip at `target`."""
-    load_history_json(history)
+def pack(histories: dict[str, Path], target: Path) -> None:
+    """`histories` ({member name: history.json}, each validated first: a damaged file is
+    never committed) as one reproducible tar.xz at `target`."""
+    for path in histories.values():
+        load_history_json(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw,
-                                                  mtime=0, compresslevel=9) as packed:
-        packed.write(history.read_bytes())
+    with lzma.open(target, "wb", preset=9 | lzma.PRESET_EXTREME) as packed, \
+            tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(histories):
+            data = histories[name].read_bytes()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
 
 
 @contextmanager
 def unpacked(tree: Path) -> Iterator[Path]:
-    """`tree` as a results tree of plain `history.json` files: itself when it holds no packed
-    history, else a temporary copy with every `history.json.gz` unpacked."""
-    packed = sorted(tree.rglob(PACKED))
-    if not packed:
+    """`tree` as a results tree of plain `history.json` files: itself when it holds no
+    `histories.tar.xz`, else a temporary directory with the archive unpacked."""
+    archive = tree / ARCHIVE
+    if not archive.is_file():
         yield tree
         return
-    with tempfile.TemporaryDirectory() as tmp:
-        for path in packed:
-            target = Path(tmp) / path.parent.relative_to(tree) / "history.json"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(gzip.decompress(path.read_bytes()))
+    with tempfile.TemporaryDirectory() as tmp, lzma.open(archive) as raw, \
+            tarfile.open(fileobj=raw, mode="r") as tar:
+        tar.extractall(tmp, filter="data")
         yield Path(tmp)
 
 
@@ -99,13 +107,14 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
                         f"{paper!r} ({shown}); run `clusterfl reproduce {params.suite} "
                         f"--paper {paper}` first")
     commits: dict[str, str | None] = {}
+    histories = {f"{exp}/{alg}/{seed.name}/history.json": seed / "history.json"
+                 for exp, alg in cells for seed in seed_dirs(home.results, exp, alg)}
     with output_dir(target / "histories") as out:
-        for exp, alg in cells:
-            for seed in seed_dirs(home.results, exp, alg):
-                pack(seed / "history.json", out / exp / alg / seed.name / PACKED)
-            record = home.log_dir(exp, alg) / "tracking.json"
-            tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
-            commits[f"{exp}/{alg}"] = tags.get("git_commit")
+        pack(histories, out / ARCHIVE)
+    for exp, alg in cells:
+        record = home.log_dir(exp, alg) / "tracking.json"
+        tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
+        commits[f"{exp}/{alg}"] = tags.get("git_commit")
     with output_dir(target / "partitions") as out:
         for name, seed in sorted({(params.experiment(e).partition, int(s.name[4:]))
                                   for e, a in cells for s in seed_dirs(home.results, e, a)}):
@@ -192,7 +201,7 @@ def documents(root: Path = Path(".")) -> list[Path]:
 def committed(root: Path = Path(".")) -> list[tuple[str, str]]:
     """(suite, paper) of every reference under reference/."""
     return sorted((d.parent.name, d.name) for d in (root / REFERENCE).glob("*/*")
-                  if (d / "histories").is_dir())
+                  if (d / "histories" / ARCHIVE).is_file())
 
 
 def main(argv: list[str] | None = None) -> int:

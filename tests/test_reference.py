@@ -1,13 +1,14 @@
-"""Reference results (`pipeline.reference`): a paper's histories packed byte for byte and the
-same bytes on every export, its report rendered from them (a changed table is found stale),
-`clusterfl compare` reading the packed tree; and every reference committed under
+"""Reference results (`pipeline.reference`): a paper's histories packed byte for byte in one
+tar.xz and the same bytes on every export, its report rendered from them (a changed table is
+found stale), `clusterfl compare` reading the packed tree; and every reference committed under
 reference/ is current: its report equals a fresh rendering of its histories."""
 
-import gzip
 import json
+import lzma
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -43,11 +44,16 @@ def test_export_packs_every_history_and_renders_the_papers_report(trained, tmp_p
     params = load_params(ws / "params.yaml")
     target = reference.export(params, "p4", ws)
     assert target == ws / "reference/default/p4"
-    for exp, alg in CELLS:
-        for seed in (0, 1):
-            plain = ws / f"results/default/{exp}/{alg}/seed{seed}/history.json"
-            packed = target / f"histories/{exp}/{alg}/seed{seed}/history.json.gz"
-            assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+    with lzma.open(target / "histories/histories.tar.xz") as raw, \
+            tarfile.open(fileobj=raw) as tar:
+        members = tar.getmembers()
+        assert [m.name for m in members] == sorted(
+            f"{e}/{a}/seed{s}/history.json" for e, a in CELLS for s in (0, 1))
+        assert {(m.mtime, m.uid, m.gid, m.uname, m.mode) for m in members} == {
+            (0, 0, 0, "", 0o644)}  # nothing of this machine or this moment
+        for m in members:
+            plain = ws / "results/default" / m.name
+            assert tar.extractfile(m).read() == plain.read_bytes()
     provenance = json.loads((target / "provenance.json").read_text())
     assert provenance["paper"] == "p4" and set(provenance["git_commit"]) == {
         f"{e}/{a}" for e, a in CELLS}

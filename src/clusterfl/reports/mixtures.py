@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from clusterfl.errors import UserError
-from clusterfl.io import atomic_write_json
+from clusterfl.io import atomic_write_text
 from clusterfl.partition import load_partition
 
 
@@ -46,4 +46,6 @@ def write_summary(partition_file: Path, target: Path) -> None:
     """The summary of `partition_file` at `target` (repr-exact floats: JSON round-trips)."""
     part = load_partition(partition_file)
     mixture = None if part.mixture is None else np.asarray(part.mixture, float).tolist()
-    atomic_write_json(target, {"distributions": list(part.distributions), "mixture": mixture})
+    text = json.dumps({"distributions": list(part.distributions), "mixture": mixture},
+                      separators=(",", ":"))
+    atomic_write_text(target, text + "\n")
