@@ -167,7 +167,11 @@ def logged_rounds(paths: SuitePaths, experiment: str, algorithm: str) -> list[li
 def logged_seconds_per_round(paths: SuitePaths, experiment: str, algorithm: str
                              ) -> float | None:
     """The mean round_seconds of the cell's last run (every seed's timings under logs/)."""
-    seconds = [s for seed in logged_rounds(paths, experiment, algorithm) for s in seed]
+    return mean_round_seconds(logged_rounds(paths, experiment, algorithm))
+
+
+def mean_round_seconds(seeds: list[list[float]]) -> float | None:
+    seconds = [s for seed in seeds for s in seed]
     return sum(seconds) / len(seconds) if seconds else None
 
 
@@ -215,8 +219,8 @@ def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str |
     mine = params.paper_cells(paper)
     cells = []
     for cell in (c for c in mine if c.name in stale):
-        logged = logged_rounds(paths, cell.experiment, cell.algorithm)
-        seconds = logged_seconds_per_round(paths, cell.experiment, cell.algorithm)
+        logged = logged_rounds(paths, cell.experiment, cell.algorithm)  # read once
+        seconds = mean_round_seconds(logged)
         source, ran = (LOGS, [len(s) for s in logged]) if seconds is not None else (UNKNOWN, [])
         if seconds is None and probe is not None:
             seconds, source, probed = probe(cell.experiment, cell.algorithm)
