@@ -136,3 +136,35 @@ def test_readme_and_docs_show_the_committed_reference_tables():
     stale = [str(p.relative_to(ROOT)) for p in reference.documents(ROOT)
              if reference.fill_blocks(p.read_text(), ROOT, str(p)) != p.read_text()]
     assert stale == [], "run `python -m pipeline.reference --render`"
+
+
+def test_figures_are_written_as_palette_pngs(tmp_path: Path) -> None:
+    """A committed figure is a 256-colour palette PNG of the same size: a report-like figure
+    (antialiased curves, a translucent band: thousands of RGBA colours) comes back in mode
+    "P", smaller, and looks the same (mean pixel error of a few levels)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    rounds = np.arange(1, 51)
+    for k in range(3):
+        mean = 80 - 30 * np.exp(-rounds / (5 + 3 * k))
+        ax.plot(rounds, mean)
+        ax.fill_between(rounds, mean - 3, mean + 3, alpha=0.2)
+    path = tmp_path / "figure.png"
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    with Image.open(path) as image:
+        original = np.asarray(image.convert("RGBA"), dtype=int)
+        assert len(image.convert("RGBA").getcolors(1 << 24)) > 256
+    before = path.stat().st_size
+    reference.palette_png(path)
+    with Image.open(path) as image:
+        assert (image.mode, image.size) == ("P", (900, 600))
+        back = np.asarray(image.convert("RGBA"), dtype=int)
+    assert path.stat().st_size < before / 1.5
+    assert np.abs(back - original).mean() < 3
