@@ -6,6 +6,7 @@ checked against it (`clusterfl compare reference/<suite>/<paper>/histories resul
 after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/:
 - `histories/histories.tar.xz`: every seed's history file as
   `<experiment>/<algorithm>/seed<k>/history.json`, byte for byte (its checksum still holds),
+  and a tuned cell's `tuning/<experiment>/<algorithm>/picks.json` (the benchmark's),
   in one xz-compressed tar with sorted members and no times, owners or modes of this
   machine, so the same run gives the same bytes (one solid archive is half the size of a
   gzip file per history: the seeds of a cell share most of their text);
@@ -63,10 +64,12 @@ def reference_dir(suite: str, paper: str, root: Path = Path(".")) -> Path:
 
 
 def pack(histories: dict[str, Path], target: Path) -> None:
-    """`histories` ({member name: history.json}, each validated first: a damaged file is
-    never committed) as one reproducible tar.xz at `target`."""
+    """`histories` ({member name: history.json or a tune stage's picks.json}, each history
+    validated first: a damaged file is never committed) as one reproducible tar.xz at
+    `target`."""
     for path in histories.values():
-        load_history_json(path)
+        if path.name == "history.json":
+            load_history_json(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     with lzma.open(target, "wb", preset=9 | lzma.PRESET_EXTREME) as packed, \
             tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -91,6 +94,19 @@ def unpacked(tree: Path) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def packed_files(results: Path, cells: list[tuple[str, str]]) -> dict[str, Path]:
+    """What a reference packs of a results tree: every seed's history of `cells` and, where
+    a tune stage picked the cell's hyperparameters, its `tuning/<exp>/<alg>/picks.json` (the
+    benchmark's report reads the picks), each under its path in that tree."""
+    files = {f"{exp}/{alg}/{seed.name}/history.json": seed / "history.json"
+             for exp, alg in cells for seed in seed_dirs(results, exp, alg)}
+    for exp, alg in cells:
+        picks = results / "tuning" / exp / alg / "picks.json"
+        if picks.is_file():
+            files[picks.relative_to(results).as_posix()] = picks
+    return files
+
+
 def _cells(params: SuiteConfig, paper: str) -> list[tuple[str, str]]:
     return [(c.experiment, c.algorithm) for c in params.paper_cells(paper)]
 
@@ -108,8 +124,7 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
                         f"{paper!r} ({shown}); run `clusterfl reproduce {params.suite} "
                         f"--paper {paper}` first")
     commits: dict[str, str | None] = {}
-    histories = {f"{exp}/{alg}/{seed.name}/history.json": seed / "history.json"
-                 for exp, alg in cells for seed in seed_dirs(home.results, exp, alg)}
+    histories = packed_files(home.results, cells)
     with output_dir(target / "histories") as out:
         pack(histories, out / ARCHIVE)
     for exp, alg in cells:

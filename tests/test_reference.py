@@ -168,3 +168,24 @@ def test_figures_are_written_as_palette_pngs(tmp_path: Path) -> None:
         back = np.asarray(image.convert("RGBA"), dtype=int)
     assert path.stat().st_size < before / 1.5
     assert np.abs(back - original).mean() < 3
+
+
+def test_a_tuned_cells_picks_are_packed_beside_its_histories(trained, tmp_path) -> None:
+    """The benchmark's report reads each cell's picks.json: a reference packs it at its
+    results path (a cell without a tune stage has none), and the unpacked tree has it back."""
+    results = tmp_path / "results"
+    for alg in ("fedavg", "ifca"):
+        seed = results / "bm_iid" / alg / "seed0"
+        seed.mkdir(parents=True)
+        shutil.copy(trained / "results/default/p4_fig1_n100/oracle/seed0/history.json",
+                    seed / "history.json")  # a real history: pack validates each
+    picks = results / "tuning" / "bm_iid" / "ifca" / "picks.json"
+    picks.parent.mkdir(parents=True)
+    picks.write_text('{"picked": {"lr": 0.1}}')
+    files = reference.packed_files(results, [("bm_iid", "fedavg"), ("bm_iid", "ifca")])
+    assert sorted(files) == ["bm_iid/fedavg/seed0/history.json",
+                             "bm_iid/ifca/seed0/history.json", "tuning/bm_iid/ifca/picks.json"]
+    reference.pack(files, tmp_path / "ref" / reference.ARCHIVE)
+    with reference.unpacked(tmp_path / "ref") as tree:
+        assert (tree / "tuning/bm_iid/ifca/picks.json").read_text() == picks.read_text()
+        assert not (tree / "tuning/bm_iid/fedavg").exists()
