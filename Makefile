@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install reproduce test browser lint ui paper paper-online schemes clean-venv plan
+.PHONY: install reproduce test browser lint ui paper paper-online schemes clean-venv plan benchmark
 
 install: $(STAMP)
 
@@ -42,6 +42,9 @@ paper-%: $(STAMP)  ## one paper's cells of `paper`, e.g. make paper-p5 -> report
 
 reference-%: $(STAMP)  ## after make paper-KEY: its histories and report into reference/paper/KEY/ (committed)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference paper --paper $*
+
+benchmark: $(STAMP)  ## every algorithm x every non-IID scheme, tuned on validation (~3 h on 2 cores, CLUSTERFL_JOBS=2)
+	$(REPRO) benchmark --no-probe $(PLAN_FLAGS)  # 200 cells: a probe each is a process start each
 
 paper-online: $(STAMP)  ## the papers' settings on data that must be downloaded
 	$(REPRO) paper_online $(PLAN_FLAGS)
