@@ -383,11 +383,12 @@ def run_pfllib(modules: dict[str, Any], algorithm: str, setting: Setting, workdi
 def run_ours(inputs: Inputs, algorithm: str, seed: int) -> list[float]:
     """Our run of one seed, as `clusterfl train` runs it (no tracking, no checkpoints);
     the `clients` evaluator's test accuracy of rounds 1..R."""
+    from clusterfl.metrics import TEST_ACC
     from clusterfl.runner import run_seed
 
     history = run_seed(inputs.experiment, inputs.algorithms[algorithm], inputs.dataset,
                        inputs.partitions[seed], seed, engine="vectorized", device="cpu")
-    accuracies = [float(r["test_acc"]) for r in history.records]
+    accuracies = [float(r[TEST_ACC.name]) for r in history.records]
     if [int(r["round"]) for r in history.records] != list(range(1, inputs.setting.rounds + 1)):
         raise RuntimeError(f"our {algorithm} run did not record rounds 1..{inputs.setting.rounds}")
     return accuracies

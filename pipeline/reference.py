@@ -124,9 +124,9 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
                         f"{paper!r} ({shown}); run `clusterfl reproduce {params.suite} "
                         f"--paper {paper}` first")
     commits: dict[str, str | None] = {}
-    histories = packed_files(home.results, cells)
+    files = packed_files(home.results, cells)
     with output_dir(target / "histories") as out:
-        pack(histories, out / ARCHIVE)
+        pack(files, out / ARCHIVE)
     for exp, alg in cells:
         record = home.log_dir(exp, alg) / "tracking.json"
         tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
