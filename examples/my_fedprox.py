@@ -36,6 +36,7 @@ class MyFedProxHyper:
 
 class MyFedProx(NeuralAlgorithm):
     Hyper = MyFedProxHyper
+    family = "global"  # the leaderboard's family column: one model for every client
 
     def setup(self) -> None:
         self.global_model = self.initial_model()

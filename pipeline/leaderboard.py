@@ -40,8 +40,8 @@ def reproduce(params: SuiteConfig, root: Path, console: Console) -> None:
 
 
 def board(path: Path, own: set[str]) -> Table:
-    """The leaderboard CSV as a table: algorithms by average rank, mean ± std per scheme,
-    this suite's own algorithms marked with *."""
+    """The leaderboard CSV as a table: algorithms by average rank with their family, mean ±
+    std per scheme, this suite's own algorithms marked with *."""
     if not path.exists():
         raise UserError(f"{path}: no leaderboard yet; run `clusterfl leaderboard "
                         f"{path.parent.parent.name}` (without --no-run) first")
@@ -50,13 +50,16 @@ def board(path: Path, own: set[str]) -> Table:
                if c.endswith("_mean") and c != "average_mean"]
     table = Table(title="leaderboard (test accuracy %, mean ± std over seeds; * = this "
                         "suite's own)")
-    for column in ("", "#", "algorithm", *(s.removeprefix("bm_") for s in schemes),
-                   "average rank"):
-        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    families = frame.get("family")  # None in a report written before families
+    for column in ("", "#", "algorithm", *(["family"] if families is not None else []),
+                   *(s.removeprefix("bm_") for s in schemes), "average rank"):
+        table.add_column(column, justify="left" if column in ("algorithm", "family")
+                         else "right")
     for place, (name, row) in enumerate(frame.iterrows(), start=1):
         cells = [("-" if pd.isna(row[f"{s}_mean"]) else
                   f"{row[f'{s}_mean']:.2f} ± {row[f'{s}_std']:.2f}") for s in schemes]
-        table.add_row("*" if name in own else "", str(place), str(name), *cells,
+        family = [str(families[name])] if families is not None else []
+        table.add_row("*" if name in own else "", str(place), str(name), *family, *cells,
                       f"{row['rank_average']:.2f}")
     return table
 

@@ -16,7 +16,9 @@ after `clusterfl reproduce SUITE --paper KEY`, writes reference/<suite>/<paper>/
   `--check` renders it again and fails when a committed report is stale (report code or the
   paper's references.yaml changed since);
 - `partitions/<name>/seed<k>.mixture.json`: the true mixtures of the partitions that have
-  them (P2's), which its report reads (`clusterfl.reports.mixtures`): the partition files
+  them (P2's), which its report reads (`clusterfl.reports.mixtures`), and every partition's
+  `seed<k>.sizes.json` (features' shape, classes, clients: the benchmark's cost table sizes
+  the model with them, `clusterfl.papers.benchmark.report.sizes`): the partition files
   themselves are generated data and stay out;
 - `costs.md`: wall-clock seconds per round of each cell on the machine that trained it, and
   `provenance.json`: the git commit each cell was trained at (from logs/).
@@ -47,6 +49,8 @@ from clusterfl.config import SuiteConfig, load_params
 from clusterfl.errors import UserError
 from clusterfl.history import load_history_json
 from clusterfl.io import atomic_write_json
+from clusterfl.papers.benchmark.report.sizes import summary_file as sizes_file
+from clusterfl.papers.benchmark.report.sizes import write_sizes
 from clusterfl.reports.mixtures import read_mixtures, summary_file, write_summary
 from clusterfl.reports.runs import seed_dirs
 from pipeline.common import SuitePaths, output_dir
@@ -136,6 +140,9 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
                                   for e, a in cells for s in seed_dirs(home.results, e, a)}):
             if read_mixtures(home.partitions, name, seed).mixture is not None:
                 write_summary(home.partition_file(name, seed), summary_file(out, name, seed))
+            # every partition's: the benchmark's cost table sizes the model, counts clients
+            dataset = home.dataset_file(params.partition(name)["dataset"])
+            write_sizes(home.partition_file(name, seed), dataset, sizes_file(out, name, seed))
     atomic_write_json(target / "provenance.json", {"suite": params.suite, "paper": paper,
                                                    "git_commit": commits})
     from pipeline.report import write_costs

@@ -140,6 +140,9 @@ def test_my_method_is_tuned_trained_and_ranked_beside_the_baselines_by_one_comma
         f"suites/mine/dvc.yaml:{stage}@bm_rot4-my_fedprox" for stage in ("tune", "train")}
     board = pd.read_csv(ws / "reports/mine/tables/benchmark_leaderboard.csv", index_col=0)
     assert set(board.index) == {*ALGORITHMS, "my_fedprox"}
+    # the family the plugin's class declares, beside the baselines' own
+    assert board.loc["my_fedprox", "family"] == "global"
+    assert board.loc["ifca", "family"] == "clustered" and board.loc["local", "family"] == "local"
     # trained into the benchmark's results, like the baselines (no cell on bm_iid: no score)
     assert board.loc["my_fedprox", "bm_rot4_mean"] == pytest.approx(
         np.mean(_last_acc(ws, "bm_rot4", "my_fedprox")), abs=1e-4)
@@ -149,8 +152,8 @@ def test_my_method_is_tuned_trained_and_ranked_beside_the_baselines_by_one_comma
             np.mean(_last_acc(ws, exp, "fedavg")), abs=1e-4)
     order = list(board.sort_values("rank_average").index)
     rows = [line.split("│") for line in out.splitlines() if line.startswith("│")]
-    shown = [(r[1].strip(), r[2].strip(), r[3].strip()) for r in rows if r[3].strip() in order]
-    assert shown == [("*" if a == "my_fedprox" else "", str(i), a)
+    shown = [tuple(c.strip() for c in r[1:5]) for r in rows if r[3].strip() in order]
+    assert shown == [("*" if a == "my_fedprox" else "", str(i), a, board.loc[a, "family"])
                      for i, a in enumerate(order, start=1)]
 
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from clusterfl.config import load_params
 from clusterfl.errors import UserError
+from clusterfl.papers.benchmark.report import sizes
 from pipeline import reference
 from pipeline.cli import app
 from tests.workspace import cli_in_process, grid
@@ -61,6 +62,15 @@ def test_export_packs_every_history_and_renders_the_papers_report(trained, tmp_p
     report = target / "report"
     assert (report / "tables/p4.md").exists() and (report / "index.html").exists()
     assert not (report / "costs.md").exists()  # wall-clock: beside the report, not in it
+    # the sizes a report reads where the data is absent (a fresh clone): those of the files
+    name = params.experiment(CELLS[0][0]).partition
+    data = ws / "data/default"
+    dataset = data / "raw" / params.partition(name)["dataset"] / "dataset.npz"
+    for seed in (0, 1):
+        from_summary = sizes.read_sizes(target / "partitions", name, seed, tmp_path / "none")
+        assert from_summary == sizes.from_files(data / f"partitions/{name}/seed{seed}.npz",
+                                                dataset)
+        assert from_summary.num_clients > 1  # (a regression: num_classes 0)
     first = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     reference.export(params, "p4", ws)  # the same results: the same bytes, PNGs included
     assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == first
@@ -97,6 +107,15 @@ def test_export_without_results_names_the_missing_cells_and_writes_nothing(tmp_p
                                         r"\(p4_fig1_n100/pfl_tc, p4_fig1_n100/oracle\)"):
         reference.export(load_params(tmp_path / "params.yaml"), "p4", tmp_path)
     assert not (tmp_path / "reference").exists()
+
+
+def test_sizes_without_data_or_summary_name_the_partition_stage(tmp_path):
+    with pytest.raises(UserError, match=r"seed0\.npz: no partition file .* seed0\.sizes\.json"):
+        sizes.read_sizes(tmp_path, "bm_iid", 0, tmp_path / "dataset.npz")
+    (tmp_path / "bm_iid").mkdir()
+    (tmp_path / "bm_iid/seed0.sizes.json").write_text('{"num_clients": 3}')
+    with pytest.raises(UserError, match=r"seed0\.sizes\.json: not a sizes summary"):
+        sizes.read_sizes(tmp_path, "bm_iid", 0, tmp_path / "dataset.npz")
 
 
 def test_every_committed_reference_report_is_current():

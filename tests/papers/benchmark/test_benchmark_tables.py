@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.papers.benchmark.report.tables import (
+    family_of,
     leaderboard,
     leaderboard_markdown,
     ranks,
@@ -37,6 +38,25 @@ def test_markdown_bolds_every_best_and_shows_rank():
     assert lines[2] == "| x | **85.00 ± 5.00 (1.5)** | – | 1.50 |"
     assert lines[3] == "| y | **85.00 ± 0.00 (1.5)** | **70.00 ± 0.00 (1.5)** | 1.50 |"
     assert lines[4] == "| c | 50.00 ± 0.00 (3) | **70.00 ± 0.00 (1.5)** | 2.25 |"
+
+
+def test_markdown_with_families_orders_rows_by_average_rank():
+    mean, std = leaderboard(ROWS, ["c", "x", "y"], ["a", "b"])
+    text = leaderboard_markdown(mean, std, ranks(mean), {}, families={"x": "global"})
+    lines = text.splitlines()
+    assert lines[0] == "| algorithm | family | a | b | average rank |"
+    # x and y tie at 1.50 and keep their given order; c (2.25) goes last
+    assert [line.split(" | ")[:2] for line in lines[2:]] == [
+        ["| x", "global"], ["| y", "other"], ["| c", "other"]]
+
+
+def test_family_of_a_method_and_of_a_class_that_declares_one():
+    class Mine:
+        family = "clustered"
+
+    assert family_of("ditto") == "personalized" and family_of("fesem") == "clustered"
+    assert family_of("fedprox") == "global" and family_of("unknown") == "other"
+    assert family_of("fedavg", Mine) == "clustered"  # the class's own word wins
 
 
 def test_uploads_per_round():

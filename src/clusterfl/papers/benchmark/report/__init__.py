@@ -13,17 +13,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clusterfl.data import load_dataset
 from clusterfl.metrics import ARI, METRICS, TEST_ACC, metric
 from clusterfl.models import build_model
+from clusterfl.papers.benchmark.report.sizes import read_sizes
 from clusterfl.papers.benchmark.report.tables import (
+    family_of,
     leaderboard,
     leaderboard_markdown,
     ranks,
     uploads_per_round,
 )
 from clusterfl.papers.benchmark.training.split_model import split_names
-from clusterfl.partition import load_partition
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
@@ -31,8 +31,10 @@ from clusterfl.tuning import cluster_field
 
 INTRO = """Personalized test accuracy (%): the model each client uses, on its own test split, \
 weighted by test samples, in the last round; mean ± std over seeds {seeds}, (rank in the \
-scheme); **bold**: the best of the scheme. Each cell trained with the lr (and K) picked on \
-the validation split (picks below; protocol: docs/benchmark.md).
+scheme); **bold**: the best of the scheme; rows by average rank. Each cell trained with the \
+lr (and K) picked on the validation split (picks below; protocol: docs/benchmark.md). \
+Family: global (one model), local (no communication), personalized (a model per client \
+built from a shared one), clustered (models per cluster or mixture component).
 """
 
 
@@ -50,16 +52,19 @@ def build(report: ReportInput) -> ReportOutput:
     mean, std = leaderboard(rows, algorithms, schemes)
     ranked = ranks(mean)
     seeds = sorted({h.seed for seeds in histories.values() for h in seeds})
-    board = leaderboard_markdown(mean, std, ranked, titles)
+    families = {a: _family(report, a, next(e for e, b in cells if b == a)) for a in algorithms}
+    board = leaderboard_markdown(mean, std, ranked, titles, families=families)
     keys = "\n".join(f"- `{titles[e]}`: {report.params.experiment(e).title}" for e in schemes)
     picks_table = _picks_table(picks)
     recovery = _recovery(histories, algorithms, schemes)
     cost = _cost(report, histories, picks)
     figure = report.figures / "benchmark_heatmap.png"
-    _heatmap(mean, titles, figure)
+    _heatmap(mean, ranked, families, titles, figure)
     rows.to_csv(report.tables / "benchmark_seeds.csv", index=False)
     board_csv = mean.round(4).add_suffix("_mean").join(std.round(4).add_suffix("_std"))
-    board_csv.join(ranked.add_prefix("rank_")).to_csv(report.tables / "benchmark_leaderboard.csv")
+    board_csv = board_csv.join(ranked.add_prefix("rank_"))
+    board_csv.insert(0, "family", pd.Series(families))
+    board_csv.to_csv(report.tables / "benchmark_leaderboard.csv")
     picks_table.to_csv(report.tables / "benchmark_picks.csv", index=False)
     recovery.to_csv(report.tables / "benchmark_recovery.csv")
     cost.to_csv(report.tables / "benchmark_cost.csv", index=False)
@@ -82,6 +87,11 @@ def build(report: ReportInput) -> ReportOutput:
     metrics = {e: {a: {"rank": float(ranked.loc[a, e])} for a in algorithms
                    if not np.isnan(ranked.loc[a, e])} for e in schemes}
     return ReportOutput(markdown=markdown, metrics=metrics, figures=[figure])
+
+
+def _family(report: ReportInput, algorithm: str, experiment: str) -> str:
+    alg = report.params.algorithm(algorithm, experiment=experiment)
+    return family_of(alg.method, alg.cls)
 
 
 def _picks(results: Path, experiment: str, algorithm: str) -> dict[str, Any] | None:
@@ -146,22 +156,25 @@ def _cost(report: ReportInput, histories: dict[tuple[str, str], list[Any]],
 
 def _sizes(report: ReportInput, exp: Any, seed: int) -> tuple[dict[str, int], int]:
     """(the model's number of values per parameter name, the partition's number of
-    clients)."""
-    partition = load_partition(report.partitions / exp.partition / f"seed{seed}.npz")
+    clients), from the data files or, in a reference, the partition's sizes summary."""
     dataset_name = report.params.partition(exp.partition)["dataset"]
-    dataset = load_dataset(report.partitions.parent / "raw" / dataset_name / "dataset.npz")
-    model = build_model(exp.model, dataset.feature_shape, dataset.num_classes,
-                        exp.model_options)
-    return {n: p.numel() for n, p in model.named_parameters()}, partition.num_clients
+    sizes = read_sizes(report.partitions, exp.partition, seed,
+                       report.partitions.parent / "raw" / dataset_name / "dataset.npz")
+    model = build_model(exp.model, sizes.feature_shape, sizes.num_classes, exp.model_options)
+    return {n: p.numel() for n, p in model.named_parameters()}, sizes.num_clients
 
 
-def _heatmap(mean: pd.DataFrame, titles: dict[str, str], path: Path) -> None:
+def _heatmap(mean: pd.DataFrame, ranked: pd.DataFrame, families: dict[str, str],
+             titles: dict[str, str], path: Path) -> None:
+    """The leaderboard as colours: rows by average rank as in the table, each named with
+    its family."""
+    mean = mean.reindex(ranked["average"].reindex(mean.index).sort_values(kind="stable").index)
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(1.1 * len(mean.columns) + 2, 0.5 * len(mean.index) + 1.5))
     image = ax.imshow(mean.to_numpy(dtype=float), cmap="viridis", aspect="auto")
     ax.set_xticks(range(len(mean.columns)), [titles[c] for c in mean.columns], rotation=30,
                   ha="right")
-    ax.set_yticks(range(len(mean.index)), list(mean.index))
+    ax.set_yticks(range(len(mean.index)), [f"{a} ({families[a]})" for a in mean.index])
     best = mean.max(axis=0)
     for i, alg in enumerate(mean.index):
         for j, col in enumerate(mean.columns):

@@ -8,6 +8,26 @@ import pandas as pd
 
 BEST = "**"  # how the best value of a column is marked in Markdown
 
+# The family of each method, as the leaderboard marks it. Readings: FedEM's M shared
+# components are soft clusters (P2 compares it with FedSoft), pFedKM is P1's clustered
+# generalization of pFedMe, FedAvg + FT ends with a model per client; FedProx keeps one
+# global model. A user's method names its own with a class attribute `family` (`family_of`).
+FAMILIES: dict[str, str] = {
+    **dict.fromkeys(["fedavg", "fedprox"], "global"),
+    "local": "local",
+    **dict.fromkeys(["fedavg_ft", "pfedme", "ditto", "apfl", "perfedavg", "fedper", "fedrep",
+                     "lgfedavg", "fedala"], "personalized"),
+    **dict.fromkeys(["ifca", "cfl", "fedsoft", "fedem", "pfedkm", "fesem", "fedgroup", "flhc"],
+                    "clustered"),
+}
+
+
+def family_of(method: str, cls: type | None = None) -> str:
+    """The leaderboard's family of an algorithm: its class's `family` attribute where it has
+    one (a user's plugin), else `FAMILIES[method]`, else "other"."""
+    declared = getattr(cls, "family", None)
+    return str(declared) if declared else FAMILIES.get(method, "other")
+
 
 def leaderboard(rows: pd.DataFrame, algorithms: Sequence[str], schemes: Sequence[str]
                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -30,14 +50,20 @@ def ranks(mean: pd.DataFrame, lower_is_better: bool = False) -> pd.DataFrame:
 
 def leaderboard_markdown(mean: pd.DataFrame, std: pd.DataFrame, ranked: pd.DataFrame,
                          titles: dict[str, str], lower_is_better: bool = False,
-                         digits: int = 2) -> str:
+                         digits: int = 2, families: dict[str, str] | None = None) -> str:
     """Rows algorithms, columns schemes: `mean ± std (rank)`, the best mean of each column
-    in bold (every one of equal best), and the average rank as the last column."""
-    header = ["algorithm", *[titles.get(c, c) for c in mean.columns], "average rank"]
+    in bold (every one of equal best), and the average rank as the last column. With
+    `families` (algorithm -> family), a family column follows the algorithm's name and the
+    rows go by average rank, best first (ties in the given order)."""
+    order = list(mean.index)
+    if families is not None:
+        order = list(ranked["average"].reindex(order).sort_values(kind="stable").index)
+    header = ["algorithm", *(["family"] if families is not None else []),
+              *[titles.get(c, c) for c in mean.columns], "average rank"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     best = mean.min(axis=0) if lower_is_better else mean.max(axis=0)
-    for alg in mean.index:
-        cells = [alg]
+    for alg in order:
+        cells = [alg, *([families.get(alg, "other")] if families is not None else [])]
         for col in mean.columns:
             m = mean.loc[alg, col]
             if np.isnan(m):
