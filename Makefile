@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install reproduce test browser lint ui paper paper-online schemes clean-venv plan benchmark
+.PHONY: install reproduce test browser lint ui paper paper-online schemes clean-venv plan benchmark reference-benchmark
 
 install: $(STAMP)
 
@@ -39,6 +39,9 @@ paper: $(STAMP)  ## the papers' settings on offline data (hours on 2 cores)
 
 paper-%: $(STAMP)  ## one paper's cells of `paper`, e.g. make paper-p5 -> reports/paper/p5/
 	$(REPRO) paper --paper $* $(PLAN_FLAGS)
+
+reference-benchmark: $(STAMP)  ## after make benchmark: its histories, picks and report into reference/benchmark/benchmark/
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference benchmark --paper benchmark
 
 reference-%: $(STAMP)  ## after make paper-KEY: its histories and report into reference/paper/KEY/ (committed)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference paper --paper $*

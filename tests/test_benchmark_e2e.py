@@ -102,6 +102,10 @@ def test_stages_picks_and_leaderboard_match_the_histories(workspace):
         winner = means[exp].idxmax()
         row = next(line for line in text.splitlines() if line.startswith(f"| {winner} |"))
         assert f"**{means.loc[winner, exp]:.2f} ±" in row
+    board_rows = [line.split(" | ")[:2] for line in text.split("## Picks")[0].splitlines()
+                  if line.startswith("| ") and not line.startswith("| algorithm")]
+    assert board_rows == [[f"| {a}", board.loc[a, "family"]]  # by average rank, with family
+                          for a in board["rank_average"].sort_values(kind="stable").index]
     assert "## Picks (validation split)" in text and "## Cluster recovery" in text
     cost = pd.read_csv(ws / "reports/benchmark/tables/benchmark_cost.csv", index_col=0)
     assert cost.loc["fedavg", "uploaded/round"] == 4 * (64 * 64 + 64 + 64 * 10 + 10)
