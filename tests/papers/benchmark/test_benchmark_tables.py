@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.papers.benchmark.report.tables import (
+    at_grid_edge,
     family_of,
     leaderboard,
     leaderboard_markdown,
@@ -57,6 +58,16 @@ def test_family_of_a_method_and_of_a_class_that_declares_one():
     assert family_of("ditto") == "personalized" and family_of("fesem") == "clustered"
     assert family_of("fedprox") == "global" and family_of("unknown") == "other"
     assert family_of("fedavg", Mine) == "clustered"  # the class's own word wins
+
+
+def test_at_grid_edge_counts_only_grids_with_enough_values():
+    grid = [{"lr": lr, "mu": mu, "k": k} for lr in (0.1, 0.2, 0.4) for mu in (0.01, 0.1)
+            for k in (4, 2)]
+    assert at_grid_edge({"lr": 0.1}, grid, "lr") and at_grid_edge({"lr": 0.4}, grid, "lr")
+    assert not at_grid_edge({"lr": 0.2}, grid, "lr")
+    assert at_grid_edge({"mu": 0.1}, grid, "mu")  # 2 values: both are edges
+    assert not at_grid_edge({"mu": 0.1}, grid, "mu", min_values=3)
+    assert not at_grid_edge({"lr": 0.1}, [{"lr": 0.1}], "lr")  # one value: no edge
 
 
 def test_uploads_per_round():

@@ -17,6 +17,7 @@ from clusterfl.metrics import ARI, METRICS, TEST_ACC, metric
 from clusterfl.models import build_model
 from clusterfl.papers.benchmark.report.sizes import read_sizes
 from clusterfl.papers.benchmark.report.tables import (
+    at_grid_edge,
     family_of,
     leaderboard,
     leaderboard_markdown,
@@ -73,7 +74,8 @@ def build(report: ReportInput) -> ReportOutput:
         "![heatmap](../figures/benchmark_heatmap.png)", "",
         "## Picks (validation split)", "",
         "The grid point each cell was trained with, its validation score (last round, "
-        "tuning seeds), and whether the picked lr is the smallest or largest offered.", "",
+        "tuning seeds), whether the picked lr is the smallest or largest offered, and which "
+        "other picked hyperparameter is (among those offered 3 values or more).", "",
         _markdown(picks_table), "",
         "## Cluster recovery", "",
         "ARI of each client's cluster against the true clusters in the last round, mean ± "
@@ -106,12 +108,15 @@ def _picks_table(picks: dict[tuple[str, str], dict[str, Any] | None]) -> pd.Data
             rows.append({"scheme": e, "algorithm": a, "picked": "(no picks: params' values)"})
             continue
         best = next(g for g in p["grid"] if all(g[k] == v for k, v in p["picked"].items()))
-        lrs = [g["lr"] for g in p["grid"]]
-        edge = len(set(lrs)) > 1 and p["picked"]["lr"] in (min(lrs), max(lrs))
+        edge = at_grid_edge(p["picked"], p["grid"], "lr")
+        # with 2 values every pick is at an edge (K's true and wrong value, CFL's pairs)
+        others = [k for k in p["picked"] if k != "lr"
+                  and at_grid_edge(p["picked"], p["grid"], k, min_values=3)]
         rows.append({"scheme": e.removeprefix("bm_"), "algorithm": a,
                      "picked": ", ".join(f"{k}={v:g}" for k, v in p["picked"].items()),
                      "validation": _shown(p["metric"], best["score"]),
-                     "grid points": len(p["grid"]), "lr at grid edge": "yes" if edge else ""})
+                     "grid points": len(p["grid"]), "lr at grid edge": "yes" if edge else "",
+                     "other at grid edge": ", ".join(others)})
     return pd.DataFrame(rows)
 
 

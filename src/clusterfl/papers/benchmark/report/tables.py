@@ -2,6 +2,7 @@
 tests/papers/test_benchmark_tables.py): the leaderboard with ranks, and the upload cost."""
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -107,6 +108,14 @@ UPLOADS: dict[str, Callable[[int, int, int], float]] = {
     "fedgroup": lambda d, k, tau: d,
     "flhc": lambda d, k, tau: d,
 }
+
+
+def at_grid_edge(picked: dict[str, Any], grid: Sequence[dict[str, Any]], key: str,
+                 min_values: int = 2) -> bool:
+    """Whether the picked value of `key` is the smallest or largest the grid offered it,
+    counted only where the grid offered at least `min_values` distinct values."""
+    offered = {point[key] for point in grid}
+    return len(offered) >= max(2, min_values) and picked[key] in (min(offered), max(offered))
 
 
 def uploads_per_round(method: str, params: int, k: int, tau: int, clients: int
