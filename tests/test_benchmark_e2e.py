@@ -146,7 +146,7 @@ def test_my_method_is_tuned_trained_and_ranked_beside_the_baselines_by_one_comma
     assert set(board.index) == {*ALGORITHMS, "my_fedprox"}
     # the family the plugin's class declares, beside the baselines' own
     assert board.loc["my_fedprox", "family"] == "global"
-    assert board.loc["ifca", "family"] == "clustered" and board.loc["local", "family"] == "local"
+    assert board.loc["ifca", "family"] == "clustered" and board.loc["fedavg", "family"] == "global"
     # trained into the benchmark's results, like the baselines (no cell on bm_iid: no score)
     assert board.loc["my_fedprox", "bm_rot4_mean"] == pytest.approx(
         np.mean(_last_acc(ws, "bm_rot4", "my_fedprox")), abs=1e-4)
