@@ -49,8 +49,8 @@ from clusterfl.config import SuiteConfig, load_params
 from clusterfl.errors import UserError
 from clusterfl.history import load_history_json
 from clusterfl.io import atomic_write_json
+from clusterfl.papers.benchmark.report.sizes import dataset_shape, from_files, write_sizes
 from clusterfl.papers.benchmark.report.sizes import summary_file as sizes_file
-from clusterfl.papers.benchmark.report.sizes import write_sizes
 from clusterfl.reports.mixtures import read_mixtures, summary_file, write_summary
 from clusterfl.reports.runs import seed_dirs
 from pipeline.common import SuitePaths, output_dir
@@ -135,14 +135,18 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
         record = home.log_dir(exp, alg) / "tracking.json"
         tags = json.loads(record.read_text()).get("tags", {}) if record.exists() else {}
         commits[f"{exp}/{alg}"] = tags.get("git_commit")
+    shapes: dict[str, tuple[tuple[int, ...], int]] = {}  # per dataset: read once
     with output_dir(target / "partitions") as out:
         for name, seed in sorted({(params.experiment(e).partition, int(s.name[4:]))
                                   for e, a in cells for s in seed_dirs(home.results, e, a)}):
             if read_mixtures(home.partitions, name, seed).mixture is not None:
                 write_summary(home.partition_file(name, seed), summary_file(out, name, seed))
             # every partition's: the benchmark's cost table sizes the model, counts clients
-            dataset = home.dataset_file(params.partition(name)["dataset"])
-            write_sizes(home.partition_file(name, seed), dataset, sizes_file(out, name, seed))
+            dataset = params.partition(name)["dataset"]
+            if dataset not in shapes:
+                shapes[dataset] = dataset_shape(home.dataset_file(dataset))
+            write_sizes(from_files(home.partition_file(name, seed), shapes[dataset]),
+                        sizes_file(out, name, seed))
     atomic_write_json(target / "provenance.json", {"suite": params.suite, "paper": paper,
                                                    "git_commit": commits})
     from pipeline.report import write_costs

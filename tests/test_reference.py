@@ -69,7 +69,7 @@ def test_export_packs_every_history_and_renders_the_papers_report(trained, tmp_p
     for seed in (0, 1):
         from_summary = sizes.read_sizes(target / "partitions", name, seed, tmp_path / "none")
         assert from_summary == sizes.from_files(data / f"partitions/{name}/seed{seed}.npz",
-                                                dataset)
+                                                sizes.dataset_shape(dataset))
         assert from_summary.num_clients > 1  # (a regression: num_classes 0)
     first = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     reference.export(params, "p4", ws)  # the same results: the same bytes, PNGs included

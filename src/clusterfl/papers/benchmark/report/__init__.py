@@ -18,6 +18,7 @@ from clusterfl.models import build_model
 from clusterfl.papers.benchmark.report.sizes import read_sizes
 from clusterfl.papers.benchmark.report.tables import (
     at_grid_edge,
+    by_rank,
     family_of,
     leaderboard,
     leaderboard_markdown,
@@ -173,7 +174,7 @@ def _heatmap(mean: pd.DataFrame, ranked: pd.DataFrame, families: dict[str, str],
              titles: dict[str, str], path: Path) -> None:
     """The leaderboard as colours: rows by average rank as in the table, each named with
     its family."""
-    mean = mean.reindex(ranked["average"].reindex(mean.index).sort_values(kind="stable").index)
+    mean = mean.reindex(by_rank(ranked, mean.index))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(1.1 * len(mean.columns) + 2, 0.5 * len(mean.index) + 1.5))
     image = ax.imshow(mean.to_numpy(dtype=float), cmap="viridis", aspect="auto")

@@ -29,17 +29,23 @@ def summary_file(partitions: Path, name: str, seed: int) -> Path:
     return partitions / name / f"seed{seed}.sizes.json"
 
 
-def from_files(partition_file: Path, dataset_file: Path) -> Sizes:
+def dataset_shape(dataset_file: Path) -> tuple[tuple[int, ...], int]:
+    """(the features' shape, the number of classes) of a dataset file."""
     dataset = load_dataset(dataset_file)
-    return Sizes(tuple(dataset.feature_shape), dataset.num_classes,
-                 load_partition(partition_file).num_clients)
+    return tuple(dataset.feature_shape), dataset.num_classes
+
+
+def from_files(partition_file: Path, shape: tuple[tuple[int, ...], int]) -> Sizes:
+    """The sizes of a partition file, its dataset's `shape` (`dataset_shape`) given: a
+    dataset serves many partitions and is read once."""
+    return Sizes(*shape, load_partition(partition_file).num_clients)
 
 
 def read_sizes(partitions: Path, name: str, seed: int, dataset_file: Path) -> Sizes:
     """The sizes from the partition and dataset files, else from the summary."""
     partition_file = partitions / name / f"seed{seed}.npz"
     if partition_file.exists() and dataset_file.exists():
-        return from_files(partition_file, dataset_file)
+        return from_files(partition_file, dataset_shape(dataset_file))
     summary = summary_file(partitions, name, seed)
     try:
         raw = json.loads(summary.read_text())
@@ -52,7 +58,6 @@ def read_sizes(partitions: Path, name: str, seed: int, dataset_file: Path) -> Si
         raise UserError(f"{summary}: not a sizes summary ({err})") from None
 
 
-def write_sizes(partition_file: Path, dataset_file: Path, target: Path) -> None:
-    """The summary of the partition and its dataset at `target`."""
-    sizes = asdict(from_files(partition_file, dataset_file))
-    atomic_write_text(target, json.dumps(sizes, separators=(",", ":")) + "\n")
+def write_sizes(sizes: Sizes, target: Path) -> None:
+    """The summary of a partition's sizes (`from_files`) at `target`."""
+    atomic_write_text(target, json.dumps(asdict(sizes), separators=(",", ":")) + "\n")

@@ -49,6 +49,11 @@ def ranks(mean: pd.DataFrame, lower_is_better: bool = False) -> pd.DataFrame:
     return ranked
 
 
+def by_rank(ranked: pd.DataFrame, algorithms: Sequence[str]) -> list[str]:
+    """`algorithms` by average rank, best first; ties keep their given order."""
+    return list(ranked["average"].reindex(list(algorithms)).sort_values(kind="stable").index)
+
+
 def leaderboard_markdown(mean: pd.DataFrame, std: pd.DataFrame, ranked: pd.DataFrame,
                          titles: dict[str, str], lower_is_better: bool = False,
                          digits: int = 2, families: dict[str, str] | None = None) -> str:
@@ -56,9 +61,7 @@ def leaderboard_markdown(mean: pd.DataFrame, std: pd.DataFrame, ranked: pd.DataF
     in bold (every one of equal best), and the average rank as the last column. With
     `families` (algorithm -> family), a family column follows the algorithm's name and the
     rows go by average rank, best first (ties in the given order)."""
-    order = list(mean.index)
-    if families is not None:
-        order = list(ranked["average"].reindex(order).sort_values(kind="stable").index)
+    order = by_rank(ranked, mean.index) if families is not None else list(mean.index)
     header = ["algorithm", *(["family"] if families is not None else []),
               *[titles.get(c, c) for c in mean.columns], "average rank"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
