@@ -25,14 +25,17 @@ from tests.engine.conftest import MODELS, SIZES, make_data, stacked_params
 CLIENTS = torch.tensor([3, 0, 4, 1])  # out of order, one client left out
 CASES = [("mlr", "bmm"), ("dnn", "bmm"), ("deep", "bmm"), ("dnn", "vmap"), ("tanh", "auto")]
 TOL = {"rtol": 1e-4, "atol": 1e-5}
+# the CPU's chunked layout, and the GPU's whole-round layout run eagerly (engine/program.py)
+LAYOUT_CASES = [(*case, layout) for case in CASES for layout in ("chunked", "whole")]
 
 
-def run_both(model_name, kernel, rule, plan, prox=None, data=None):
+def run_both(model_name, kernel, rule, plan, prox=None, data=None, layout="chunked"):
     model = MODELS[model_name]()
     data = data or make_data()
     params = stacked_params(model, len(CLIENTS))
     before = {k: v.clone() for k, v in params.items()}
-    fast = VectorizedEngine(model, data, kernel).train_with_state(params, CLIENTS, rule, plan, prox)
+    fast = VectorizedEngine(model, data, kernel, layout=layout).train_with_state(
+        params, CLIENTS, rule, plan, prox)
     ref = ReferenceEngine(model, data).train_with_state(params, CLIENTS, rule, plan, prox)
     for k in params:  # the engines work on copies
         assert torch.equal(params[k], before[k])
@@ -53,52 +56,54 @@ def assert_moved(after, before):
     assert any(not torch.allclose(after[k], before[k]) for k in after)
 
 
-@pytest.mark.parametrize(("model_name", "kernel"), CASES)
-def test_full_batch_gradient_descent(model_name, kernel):
+@pytest.mark.parametrize(("model_name", "kernel", "layout"), LAYOUT_CASES)
+def test_full_batch_gradient_descent(model_name, kernel, layout):
     plan = make_plan(sizes(), batch_size=64, rng=np.random.default_rng(0), local_steps=6)
     assert plan.mask.sum(2).tolist()[0] == sizes().tolist()  # really full batches
-    (fast, _), (ref, _), before = run_both(model_name, kernel, Sgd(lr=0.3), plan)
+    (fast, _), (ref, _), before = run_both(model_name, kernel, Sgd(lr=0.3), plan,
+                                           layout=layout)
     assert_moved(ref, before)
     for k in fast:
         torch.testing.assert_close(fast[k], ref[k], rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize(("model_name", "kernel"), CASES)
-def test_minibatches_same_plan(model_name, kernel):
+@pytest.mark.parametrize(("model_name", "kernel", "layout"), LAYOUT_CASES)
+def test_minibatches_same_plan(model_name, kernel, layout):
     plan = make_plan(sizes(), batch_size=4, rng=np.random.default_rng(1), local_steps=9)
     (fast, _), (ref, _), before = run_both(model_name, kernel, Sgd(lr=0.2, weight_decay=0.01),
-                                           plan)
+                                           plan, layout=layout)
     assert_moved(ref, before)
     assert_params_close(fast, ref)
 
 
-@pytest.mark.parametrize(("model_name", "kernel"), CASES)
-def test_epochs_with_unequal_sizes_and_adam(model_name, kernel):
+@pytest.mark.parametrize(("model_name", "kernel", "layout"), LAYOUT_CASES)
+def test_epochs_with_unequal_sizes_and_adam(model_name, kernel, layout):
     plan = make_plan(sizes(), batch_size=5, rng=np.random.default_rng(2), epochs=2)
     steps = plan.active.sum(0)
     assert len(set(steps.tolist())) > 1  # clients take different numbers of steps
-    (fast, fs), (ref, rs), _ = run_both(model_name, kernel, Adam(lr=0.01), plan)
+    (fast, fs), (ref, rs), _ = run_both(model_name, kernel, Adam(lr=0.01), plan,
+                                        layout=layout)
     assert_params_close(fast, ref)
     assert torch.equal(fs["t"], steps.to(fs["t"].dtype))  # each client's own step count
     assert_params_close(fs, rs)
 
 
-@pytest.mark.parametrize(("model_name", "kernel"), CASES)
-def test_prox_with_per_client_weights(model_name, kernel):
+@pytest.mark.parametrize(("model_name", "kernel", "layout"), LAYOUT_CASES)
+def test_prox_with_per_client_weights(model_name, kernel, layout):
     model = MODELS[model_name]()
     center = stacked_params(model, len(CLIENTS), seed=7)
     prox = Prox(mu=0.5, center=center, weight=torch.tensor([1.0, 0.2, 0.0, 2.0]))
     plan = make_plan(sizes(), batch_size=5, rng=np.random.default_rng(3), epochs=1)
     for rule in (Sgd(lr=0.1), Adam(lr=0.01)):
-        (fast, _), (ref, _), _ = run_both(model_name, kernel, rule, plan, prox)
+        (fast, _), (ref, _), _ = run_both(model_name, kernel, rule, plan, prox, layout=layout)
         assert_params_close(fast, ref)
 
 
-@pytest.mark.parametrize(("model_name", "kernel"), CASES)
-def test_moreau_envelope_returns_the_personalized_models(model_name, kernel):
+@pytest.mark.parametrize(("model_name", "kernel", "layout"), LAYOUT_CASES)
+def test_moreau_envelope_returns_the_personalized_models(model_name, kernel, layout):
     rule = MoreauEnvelope(lr=0.05, personal_lr=0.05, lam=15.0, inner_steps=3, mu=0.001)
     plan = make_plan(sizes(), batch_size=5, rng=np.random.default_rng(4), epochs=1)
-    (fast, fs), (ref, rs), _ = run_both(model_name, kernel, rule, plan)
+    (fast, fs), (ref, rs), _ = run_both(model_name, kernel, rule, plan, layout=layout)
     assert_params_close(fast, ref)
     theta_fast, theta_ref = rule.personalized(fs), rule.personalized(rs)
     assert_params_close(theta_fast, theta_ref)

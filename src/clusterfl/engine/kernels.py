@@ -50,10 +50,13 @@ class Kernel(Protocol):
 
 @dataclass(frozen=True)
 class BoundOracle:
-    """A kernel bound to one step's batch: what a `LocalRule` sees."""
+    """A kernel bound to one step's batch: what a `LocalRule` sees. `same_step`: every row
+    has taken the same number of steps, as the vectorized engine guarantees (the clients
+    active at a step are a prefix, so each has taken exactly that many steps)."""
 
     kernel: Kernel
     batch: Batch
+    same_step: bool = True
 
     def grads(self, params: Tensors) -> Tensors:
         return self.kernel.grads(params, self.batch)
@@ -110,20 +113,31 @@ def linear_relu_layers(model: nn.Module) -> list[tuple[str, str]] | None:
 
 
 class BmmKernel:
-    def __init__(self, layers: list[tuple[str, str]], loss: str | None = None) -> None:
+    """`matmul_dtype` (None: the parameters' float32): bf16 runs every GEMM on bf16 copies of
+    the weights and activations while the weights, the update and the loss stay float32
+    (the `bf16` precision of `VectorizedEngine`); the float32 path is untouched by it."""
+
+    def __init__(self, layers: list[tuple[str, str]], loss: str | None = None,
+                 matmul_dtype: torch.dtype | None = None) -> None:
         self.layers = layers
         self.loss = loss
+        self.matmul_dtype = matmul_dtype
+
+    def _mm(self, t: torch.Tensor) -> torch.Tensor:
+        return t if self.matmul_dtype is None else t.to(self.matmul_dtype)
 
     def _forward(self, params: Tensors, x: torch.Tensor) -> list[torch.Tensor]:
         """Inputs of every layer, then the logits: [h_0 = x, relu(z_1), ..., z_L]."""
-        hs = [x.flatten(2)]
+        hs = [self._mm(x.flatten(2))]
         for i, (wn, bn) in enumerate(self.layers):
-            z = torch.baddbmm(params[bn].unsqueeze(1), hs[-1], params[wn].transpose(1, 2))
+            z = torch.baddbmm(self._mm(params[bn]).unsqueeze(1), hs[-1],
+                              self._mm(params[wn]).transpose(1, 2))
             hs.append(z.relu_() if i < len(self.layers) - 1 else z)
         return hs
 
     def logits(self, params: Tensors, x: torch.Tensor) -> torch.Tensor:
-        return self._forward(params, x)[-1]
+        logits = self._forward(params, x)[-1]
+        return logits if self.matmul_dtype is None else logits.float()
 
     def _backward(self, params: Tensors, batch: Batch, visit) -> None:
         """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
@@ -134,23 +148,33 @@ class BmmKernel:
         """
         hs = self._forward(params, batch.x)
         logits = hs.pop()
+        if self.matmul_dtype is not None:
+            logits = logits.float()
         dz = loss_grad(logits, batch.y, batch.weight, self.loss)
         for i in range(len(self.layers) - 1, -1, -1):
             h_in = hs[i]
             below = None
             if i > 0:
-                below = torch.bmm(dz, params[self.layers[i][0]])
+                below = torch.bmm(self._mm(dz), self._mm(params[self.layers[i][0]]))
                 below = torch.ops.aten.threshold_backward(below, h_in, 0)
             visit(i, dz, h_in)
             dz = below
+
+    def _weight_grad(self, dz: torch.Tensor, h_in: torch.Tensor, like: torch.Tensor
+                     ) -> torch.Tensor:
+        return torch.bmm(self._mm(dz).transpose(1, 2), h_in).to(like.dtype)
+
+    @staticmethod
+    def _bias_grad(dz: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+        return dz.sum(1) if dz.dtype == like.dtype else dz.sum(1, dtype=like.dtype)
 
     def grads(self, params: Tensors, batch: Batch) -> Tensors:
         out: Tensors = {}
 
         def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
             wn, bn = self.layers[i]
-            out[wn] = torch.bmm(dz.transpose(1, 2), h_in)
-            out[bn] = dz.sum(1)
+            out[wn] = self._weight_grad(dz, h_in, params[wn])
+            out[bn] = self._bias_grad(dz, params[bn])
 
         self._backward(params, batch, visit)
         return out
@@ -162,33 +186,39 @@ class BmmKernel:
         # A scalar shrink rides on baddbmm's beta; a per-client one needs its own pass.
         scalar = not isinstance(decay, torch.Tensor)
         beta = 1.0 - decay if scalar else 1.0
+        fused = self.matmul_dtype is None  # bf16 products cannot accumulate into float32 w
 
         def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
             for name, is_weight in zip(self.layers[i], (True, False), strict=True):
                 w = params[name]
                 if not scalar:
                     shrink_and_pull_(w, 1.0 - decay, None, 0.0)
-                if is_weight:
+                if is_weight and fused:
                     w.baddbmm_(dz.transpose(1, 2), h_in, beta=beta, alpha=-lr)
                 else:
                     if beta != 1.0:
                         w.mul_(beta)
-                    w.sub_(dz.sum(1), alpha=lr)
+                    g = self._weight_grad(dz, h_in, w) if is_weight else self._bias_grad(dz, w)
+                    w.sub_(g, alpha=lr)
                 if anchor is not None:
                     shrink_and_pull_(w, 1.0, anchor[name], pull)
 
         self._backward(params, batch, visit)
 
 
-def make_kernel(model: nn.Module, kind: KernelName = "auto", loss: str | None = None) -> Kernel:
+def make_kernel(model: nn.Module, kind: KernelName = "auto", loss: str | None = None,
+                matmul_dtype: torch.dtype | None = None) -> Kernel:
     """The bmm kernel for Linear-ReLU stacks (faster, see module doc), else vmap; `loss`:
-    `losses.sample_loss`'s (None: by the labels' dtype)."""
+    `losses.sample_loss`'s (None: by the labels' dtype); `matmul_dtype`: bf16 GEMMs, bmm only."""
     layers = linear_relu_layers(model)
     if kind == "bmm" and layers is None:
         raise ValueError("the bmm kernel needs a Sequential([Flatten], Linear, (ReLU, Linear)*)")
     if kind == "vmap" or layers is None:
+        if matmul_dtype is not None:
+            raise ValueError("precision bf16: only for the bmm kernel (Linear-ReLU stacks); "
+                             "use fp32 or tf32 for other models")
         return VmapKernel(model, loss)
-    return BmmKernel(layers, loss)
+    return BmmKernel(layers, loss, matmul_dtype)
 
 
 __all__ = ["Batch", "BmmKernel", "BoundOracle", "GradOracle", "Kernel", "VmapKernel", "make_kernel"]

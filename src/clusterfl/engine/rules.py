@@ -11,7 +11,7 @@ Proximal terms live here, once, for every algorithm that uses them.
 """
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 import torch
 
@@ -93,6 +93,10 @@ def add_penalty_grads_(
 
 
 class LocalRule(Protocol):
+    """A rule may set `capturable = True` when its `step_` never waits on the device (no
+    `.item()`, `bool(tensor)`, host copies): the GPU path then records its rounds as a CUDA
+    graph (`engine.program`). Others run the same program eagerly."""
+
     def init_state(self, params: Tensors) -> Tensors: ...
 
     def step_(self, params: Tensors, state: Tensors, oracle: GradOracle, prox: Prox | None) -> None:
@@ -106,6 +110,7 @@ class Sgd:
 
     lr: float
     weight_decay: float = 0.0
+    capturable: ClassVar[bool] = True
 
     def init_state(self, params: Tensors) -> Tensors:
         return {}
@@ -123,6 +128,7 @@ class Adam:
     betas: tuple[float, float] = (0.9, 0.999)
     eps: float = 1e-8
     weight_decay: float = 0.0
+    capturable: ClassVar[bool] = True
 
     def init_state(self, params: Tensors) -> Tensors:
         state = {f"m.{k}": torch.zeros_like(w) for k, w in params.items()}
@@ -135,7 +141,9 @@ class Adam:
         g = oracle.grads(params)
         add_penalty_grads_(g, params, self.weight_decay, prox)
         t = state["t"].add_(1)
-        if len(t) and bool((t == t[0]).all()):
+        # The engines' oracles vouch that every row has taken the same steps (`same_step`),
+        # which spares the GPU path a host synchronisation; others are checked.
+        if getattr(oracle, "same_step", False) or (len(t) and bool((t == t[0]).all())):
             self._fused_step_(params, state, g, t[0])
         else:
             self._formula_step_(params, state, g, t)
@@ -183,6 +191,7 @@ class MoreauEnvelope:
     lam: float
     inner_steps: int = 5
     mu: float = 0.0
+    capturable: ClassVar[bool] = True
 
     def init_state(self, params: Tensors) -> Tensors:
         return {f"theta.{k}": w.clone() for k, w in params.items()}

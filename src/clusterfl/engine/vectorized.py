@@ -9,9 +9,18 @@ How a step runs:
   clients): a chunk's weights stay in cache from the forward pass to the fused update.
 - Batches are gathered ahead, a few steps at a time, into contiguous `[T, C, B, ...]` blocks.
 - The kernel (see `kernels.py`) computes the gradients, a `LocalRule` applies them in place.
+
+That is the CPU layout (`layout="chunked"`). On a GPU (`layout="auto"` there, or "whole")
+every selected client of a step runs in one batched program: no chunks, a round's batches
+gathered on the device at once, and a round whose clients all take every step runs as one
+`StepProgram` (`program.py`), recorded as a CUDA graph and replayed (`capture`). `precision`:
+"fp32" (default), "tf32" (CUDA's TF32 matmuls) or "bf16" (bf16 GEMMs, float32 weights;
+bmm kernel only); see docs/engine.md for their effect on the papers' numbers.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Literal, TypeVar
 
 import torch
 from torch import nn
@@ -20,12 +29,34 @@ from clusterfl.engine.base import ClientData, Prox, Split
 from clusterfl.engine.kernels import Batch, BoundOracle, KernelName, make_kernel
 from clusterfl.engine.losses import check_loss, num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
+from clusterfl.engine.program import ProgramCache, ProgramShape, StepProgram, can_capture
 from clusterfl.engine.rules import LocalRule
 from clusterfl.types import Tensors
 
 EVAL_CHUNK = 2048  # samples per client per evaluation chunk, to bound memory
 CHUNK_BYTES = 8 * 2**20  # parameters per client chunk (measured best for the DNN, docs/engine.md)
 GATHER_BYTES = 4 * 2**20  # one block of pre-gathered batches: fresh pages are slow, keep it small
+DEVICE_GATHER_BYTES = 2 * 2**30  # the whole layout gathers a round at once up to this size
+
+Layout = Literal["auto", "chunked", "whole"]
+Precision = Literal["fp32", "tf32", "bf16"]
+LAYOUTS: tuple[str, ...] = ("auto", "chunked", "whole")
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "bf16")
+T = TypeVar("T")
+
+
+@contextmanager
+def _matmul_precision(precision: str) -> Iterator[None]:
+    """TF32 for CUDA matmuls and convolutions inside the block, as it was after."""
+    if precision != "tf32":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before
 
 
 def _rows(tensors: Tensors, start: int, stop: int, full: int) -> Tensors:
@@ -55,12 +86,28 @@ def _unsort(tensors: Tensors, order: torch.Tensor) -> Tensors:
 
 class VectorizedEngine:
     def __init__(self, model: nn.Module, data: ClientData, kernel: KernelName = "auto",
-                 loss: str | None = None) -> None:
+                 loss: str | None = None, layout: Layout = "auto", capture: bool = True,
+                 precision: Precision = "fp32") -> None:
         check_loss(loss, data.is_regression)
+        for name, value, allowed in (("layout", layout, LAYOUTS),
+                                     ("precision", precision, PRECISIONS)):
+            if value not in allowed:
+                raise ValueError(f"{name}: unknown value {value!r}; allowed: "
+                                 f"{', '.join(allowed)}")
         self.model = model
         self.data = data
         self.loss = loss  # `losses.sample_loss`'s: None picks it from the labels' dtype
-        self.kernel = make_kernel(model, kernel, loss)
+        self.precision = precision
+        self.kernel = make_kernel(model, kernel, loss,
+                                  torch.bfloat16 if precision == "bf16" else None)
+        on_cuda = data.train_x.device.type == "cuda"
+        self.whole = layout == "whole" or (layout == "auto" and on_cuda)
+        self.capture = capture and on_cuda  # CUDA graphs; the CPU runs the same program
+        self.programs = ProgramCache()
+
+    def _in_precision(self, fn: Callable[[], T]) -> T:
+        with _matmul_precision(self.precision):
+            return fn()
 
     def train(
         self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
@@ -71,6 +118,12 @@ class VectorizedEngine:
     def train_with_state(
         self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
+    ) -> tuple[Tensors, Tensors]:
+        return self._in_precision(lambda: self._train(params, clients, rule, plan, prox))
+
+    def _train(
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        prox: Prox | None,
     ) -> tuple[Tensors, Tensors]:
         active = plan.active.cpu()  # the plan's bookkeeping stays on the CPU
         order = torch.argsort(active.sum(0), descending=True, stable=True)
@@ -84,6 +137,8 @@ class VectorizedEngine:
         plan = BatchPlan(plan.index[:, order].to(dev), plan.mask[:, order].to(dev),
                          None if plan.weight is None else plan.weight[:, order].to(dev))
         order = order.to(dev)
+        if self.whole and self._fits_one_program(plan, n_active):
+            return self._run_program(params, clients.to(dev), rule, plan, prox)
         # our own copy, updated in place (with local_steps every client takes every step)
         work = {k: v.clone() for k, v in params.items()} if identity else _reorder(params, order)
         state = rule.init_state(work)
@@ -94,7 +149,7 @@ class VectorizedEngine:
         # Clients are independent: train them a cache-sized chunk at a time (all steps), so a
         # chunk's weights stay in cache between the forward and the fused update.
         per_client = sum(v[:1].numel() * v.element_size() for v in work.values())
-        chunk = max(1, CHUNK_BYTES // max(per_client, 1))
+        chunk = full if self.whole else max(1, CHUNK_BYTES // max(per_client, 1))
         for a in range(0, full, chunk):
             b = min(a + chunk, full)
             counts = [min(max(n - a, 0), b - a) for n in n_active]  # chunk's actives per step
@@ -114,6 +169,36 @@ class VectorizedEngine:
             return work, state
         return _unsort(work, order), _unsort(state, order)
 
+    def _fits_one_program(self, plan: BatchPlan, n_active: list[int]) -> bool:
+        """Every client takes every step (fixed shapes), and the round's batches fit."""
+        s, c, b = plan.index.shape
+        x = self.data.train_x
+        gathered = s * c * b * x.shape[2:].numel() * x.element_size()
+        return s > 0 and c > 0 and all(n == c for n in n_active) and gathered <= DEVICE_GATHER_BYTES
+
+    def _run_program(
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
+        prox: Prox | None,
+    ) -> tuple[Tensors, Tensors]:
+        """A round whose clients all take every step, as one `StepProgram`: every client
+        is active, so no reordering is needed (the sort above is the identity)."""
+        s, c, b = plan.index.shape
+        mask = plan.mask.to(self.data.train_x.dtype)
+        weight = mask / mask.sum(2, keepdim=True).clamp(min=1)
+        if plan.weight is not None:
+            weight = weight * plan.weight.to(weight.dtype)
+        try:  # rules are frozen dataclasses: equal values share a program
+            hash(rule)
+            key, hashable = rule, True
+        except TypeError:  # a program of its own (it keeps the rule alive: the id stays unique)
+            key, hashable = ("unhashable", id(rule)), False
+        shape = ProgramShape(c, s, b, key, plan.weight is not None,
+                             None if prox is None else prox.mu)
+        capture = self.capture and hashable and can_capture(rule, self.kernel)
+        program = self.programs.get(shape, lambda: StepProgram(
+            self.kernel, rule, self.data, shape, params, prox, capture))
+        return program.run(params, clients, plan.index, weight, prox)
+
     def _batches(
         self, clients: torch.Tensor, index: torch.Tensor, mask: torch.Tensor, counts: list[int],
         sample_weight: torch.Tensor | None = None,
@@ -124,7 +209,7 @@ class VectorizedEngine:
         c, b = index.shape[1:]
         sample = x_all.shape[2:]
         per_step = max(c * b * sample.numel() * x_all.element_size(), 1)
-        block = max(1, GATHER_BYTES // per_step)
+        block = max(1, (DEVICE_GATHER_BYTES if self.whole else GATHER_BYTES) // per_step)
         # Rows of the flattened [clients * N_max, ...] data: index_select copies whole rows,
         # several times faster than two-dimensional advanced indexing.
         offset = (clients * x_all.shape[1]).view(1, -1, 1)
@@ -142,8 +227,18 @@ class VectorizedEngine:
                 if n:
                     yield start + t, Batch(xs[t, :n], ys[t, :n], ws[t, :n])
 
-    @torch.no_grad()
     def evaluate(
+        self, params: Tensors, clients: torch.Tensor, split: Split
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._in_precision(lambda: self._evaluate(params, clients, split))
+
+    def sample_losses(
+        self, models: Tensors, clients: torch.Tensor, split: Split
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._in_precision(lambda: self._sample_losses(models, clients, split))
+
+    @torch.no_grad()
+    def _evaluate(
         self, params: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, _ = self.data.split(split)
@@ -162,7 +257,7 @@ class VectorizedEngine:
         return loss_sum, correct
 
     @torch.no_grad()
-    def sample_losses(
+    def _sample_losses(
         self, models: Tensors, clients: torch.Tensor, split: Split
     ) -> tuple[torch.Tensor, torch.Tensor]:
         x, y, _ = self.data.split(split)

@@ -1,0 +1,136 @@
+"""Every client's local steps of one round as one program over buffers it owns (the GPU path).
+
+On a GPU a round of small per-client steps is bound by kernel launches, not arithmetic: the
+CPU path's cache-sized client chunks and step-by-step gathers only add launches there. A
+`StepProgram` instead
+- copies the round's inputs (the starting models, the plan's sample positions and weights,
+  the proximal centers) into buffers it owns,
+- gathers every step's batch of every client from the device-resident data at once, and
+- runs the rule's S steps on all clients together.
+A round of fixed shape is then a fixed sequence of kernels over fixed addresses: on CUDA
+(`capture=True`) it is recorded once as a CUDA graph and each later round is one replay; with
+`capture=False` (the CPU, and the CPU tests of this very code) the same function runs eagerly.
+
+A program serves one shape: clients C, steps S, batch width B, with every client active at
+every step (`local_steps` plans, or epochs with equal sizes), one rule (rules are frozen
+dataclasses: equal values, equal program) and the proximal term's mu. `VectorizedEngine`
+keeps a few per engine (`ProgramCache`). Only rules that declare `capturable = True` (no
+host synchronisation inside `step_`) are captured; others run the program eagerly.
+"""
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass
+
+import torch
+
+from clusterfl.engine.base import ClientData, Prox
+from clusterfl.engine.kernels import Batch, BoundOracle, Kernel
+from clusterfl.engine.rules import LocalRule
+from clusterfl.types import Tensors
+
+
+@dataclass(frozen=True)
+class ProgramShape:
+    """What a program is specialised to; equal shapes share one program."""
+
+    clients: int
+    steps: int
+    width: int
+    rule: Hashable
+    weighted: bool  # the plan carries per-sample weights
+    prox_mu: float | None  # None: no proximal term
+
+
+def can_capture(rule: LocalRule, kernel: Kernel) -> bool:
+    """Whether a round of `rule` may be recorded as a CUDA graph: the rule says it makes no
+    host synchronisation, and the kernel is the hand-written bmm one (vmap's functorch
+    transforms are not checked under capture)."""
+    from clusterfl.engine.kernels import BmmKernel
+
+    return bool(getattr(rule, "capturable", False)) and isinstance(kernel, BmmKernel)
+
+
+class StepProgram:
+    def __init__(self, kernel: Kernel, rule: LocalRule, data: ClientData, shape: ProgramShape,
+                 params: Tensors, prox: Prox | None, capture: bool) -> None:
+        self.kernel, self.rule, self.data, self.shape = kernel, rule, data, shape
+        dev = data.train_x.device
+        c, s, b = shape.clients, shape.steps, shape.width
+        # the buffers the program reads: filled by `run` before every replay
+        self.params = {k: torch.empty_like(v) for k, v in params.items()}
+        self.index = torch.zeros(s, c, b, dtype=torch.long, device=dev)
+        self.sample_weight = torch.zeros(s, c, b, dtype=data.train_x.dtype, device=dev)
+        self.rows = torch.zeros(c, dtype=torch.long, device=dev)  # first data row of a client
+        self.prox = None if prox is None else Prox(
+            prox.mu, {k: torch.empty_like(v) for k, v in prox.center.items()},
+            torch.empty_like(prox.weight))
+        self.capture = capture
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.state: Tensors = {}
+
+    def _load(self, params: Tensors, clients: torch.Tensor, index: torch.Tensor,
+              sample_weight: torch.Tensor, prox: Prox | None) -> None:
+        for k, v in params.items():
+            self.params[k].copy_(v)
+        self.index.copy_(index)
+        self.sample_weight.copy_(sample_weight)
+        self.rows.copy_(clients * self.data.train_x.shape[1])
+        if prox is not None and self.prox is not None:
+            for k, v in prox.center.items():
+                self.prox.center[k].copy_(v)
+            self.prox.weight.copy_(prox.weight)
+
+    def _body(self) -> Tensors:
+        """The round: the rule's fresh state, every batch gathered, S steps in place."""
+        x_all, y_all = self.data.train_x, self.data.train_y
+        s, c, b = self.index.shape
+        flat = (self.index + self.rows.view(1, -1, 1)).flatten()
+        xs = x_all.flatten(0, 1).index_select(0, flat).view(s, c, b, *x_all.shape[2:])
+        ys = y_all.flatten().index_select(0, flat).view(s, c, b)
+        state = self.rule.init_state(self.params)
+        for step in range(s):
+            batch = Batch(xs[step], ys[step], self.sample_weight[step])
+            self.rule.step_(self.params, state, BoundOracle(self.kernel, batch), self.prox)
+        return state
+
+    def _record(self) -> None:
+        """Warm up on a side stream (library handles, workspaces), then record the graph."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            self._body()
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.state = self._body()
+
+    def run(self, params: Tensors, clients: torch.Tensor, index: torch.Tensor,
+            sample_weight: torch.Tensor, prox: Prox | None) -> tuple[Tensors, Tensors]:
+        """The round from `params` (rows = `clients`, all on the data's device): new params and
+        the rule's final state, as tensors of the caller's own (the buffers are reused)."""
+        if self.capture and self.graph is None:
+            self._load(params, clients, index, sample_weight, prox)
+            self._record()  # recording runs nothing: load again, then replay
+        self._load(params, clients, index, sample_weight, prox)
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self.state = self._body()
+        return ({k: v.clone() for k, v in self.params.items()},
+                {k: v.clone() for k, v in self.state.items()})
+
+
+class ProgramCache:
+    """The last few programs of an engine, by shape (a round's shape rarely changes)."""
+
+    def __init__(self, size: int = 4) -> None:
+        self.size = size
+        self.programs: OrderedDict[ProgramShape, StepProgram] = OrderedDict()
+
+    def get(self, shape: ProgramShape, build) -> StepProgram:
+        program = self.programs.pop(shape, None) or build()
+        self.programs[shape] = program
+        while len(self.programs) > self.size:
+            self.programs.popitem(last=False)
+        return program
