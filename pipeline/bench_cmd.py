@@ -4,6 +4,7 @@ Thin: parse options, set threads, call `clusterfl.bench`, print. See docs/engine
 """
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -107,6 +108,40 @@ def round_(
         result = bench_round(algorithm, clients=clients, rounds=rounds, engine_name=engine,
                              seed=seed, device=device)
         print(json.dumps(result), flush=True)
+
+
+@bench_app.command("gpu")
+def gpu(
+    clients: Annotated[str, typer.Option(
+        help="Comma-separated numbers of clients for the engine rows.")] = "40,400,2000",
+    repeats: Annotated[int, typer.Option(help="Timed repeats per engine row (best is kept).")
+                       ] = 5,
+    cell_rounds: Annotated[int, typer.Option(
+        help="Timed rounds of the P1 cell (after one warm-up round).")] = 2,
+    effect_rounds: Annotated[int, typer.Option(
+        help="Rounds of the P1 cell's seed 0 trained in fp32, tf32 and bf16 on cuda, to "
+             "compare their accuracy (0: skip).")] = 0,
+    fashion_mnist: Annotated[Path, typer.Option(
+        help="Folder of the Fashion-MNIST idx .gz files (random data of its shape if absent).")
+                             ] = Path("/usr/share/datasets/fashion-mnist"),
+    threads: ThreadsOpt = None,
+) -> None:
+    """The engine on a lent GPU beside a plain batched program, this machine's CPU, bench
+    round on cuda and cpu, and seconds per round of p1_fmnist_dnn_val / pfedkm_k4
+    (minutes). Without CUDA the cuda rows say "no CUDA device". See docs/engine.md."""
+    from clusterfl.bench_gpu import gpu_rows
+    from clusterfl.devices import cuda_available
+    from clusterfl.engine import configure_threads
+
+    configure_threads(threads)
+    sizes = _int_list(clients)
+    if not sizes or min(sizes) < 1 or repeats < 1 or cell_rounds < 1 or effect_rounds < 0:
+        typer.echo("error: --clients, --repeats and --cell-rounds: expected positive integers; "
+                   "--effect-rounds: an integer >= 0", err=True)
+        raise typer.Exit(2)
+    for row in gpu_rows(sizes, cuda_available(), repeats, cell_rounds, effect_rounds,
+                        fashion_mnist):
+        print(json.dumps(row), flush=True)
 
 
 @bench_app.command("fedc")

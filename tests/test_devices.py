@@ -1,7 +1,6 @@
-"""--device: cpu, cuda or auto; every algorithm family on CUDA gives the CPU's numbers (to float
-tolerance; skipped without a CUDA device). Plus the pieces the Ray executor is built from."""
+"""--device: cpu, cuda or auto, and the pieces the Ray executor is built from. Every algorithm
+family on CUDA against the CPU's numbers: tests/test_device_families.py."""
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -64,45 +63,3 @@ def test_an_experiment_another_writer_just_created_is_used():
             raise MlflowException(f"Experiment '{name}' already exists.")
 
     assert _experiment_id(Client(), "clusterfl") == "7"
-
-
-def _cell_jobs(device: str) -> list:
-    """Every P1 and P2 method on shrunk data, 2 rounds, on `device`."""
-    from clusterfl.config import load_params
-    from clusterfl.data import build_dataset
-    from clusterfl.partition import build_partition
-    from clusterfl.runner import run_seed
-
-    params = load_params(ROOT / "params.yaml")
-    shrink = {"p1_synthetic": {"clients_per_cluster": 2, "max_size": 80},
-              "p2_synthetic": {"samples_per_distribution": 600, "test_per_distribution": 100}}
-    out = []
-    for experiment, names in (("p1_synthetic_mlr", ("fedavg", "local", "pfedme", "ifca_k2",
-                                                    "pfedkm_k2")),
-                              ("p2_synth_1090", ("fedsoft", "fedem", "ifca_p2"))):
-        exp = params.experiment(experiment)
-        exp = dataclasses.replace(exp, schedule=dataclasses.replace(exp.schedule, rounds=2))
-        entry = dict(params.partition(exp.partition))
-        name = entry.pop("dataset")
-        source, options = params.dataset(name)
-        dataset = build_dataset(source, {**options, **shrink[name]}, f"datasets.{name}")
-        scheme = entry.pop("scheme")
-        if name == "p2_synthetic":
-            entry.update(num_clients=6, size_range=[10, 20], holdout_size=100)
-        partition = build_partition(dataset, scheme, entry, 0, f"partitions.{exp.partition}")
-        for method in names:
-            alg = params.algorithm(method, experiment=experiment)
-            out.append((f"{experiment}/{method}",
-                        run_seed(exp, alg, dataset, partition, 0, device=device)))
-    return out
-
-
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
-def test_every_method_on_cuda_gives_the_cpu_numbers():
-    timeless = lambda h: [{k: v for k, v in r.items() if k != "kmeans_seconds"}  # noqa: E731
-                          for r in h.records]
-    for (name, cpu), (_, cuda) in zip(_cell_jobs("cpu"), _cell_jobs("cuda"), strict=True):
-        for a, b in zip(timeless(cpu), timeless(cuda), strict=True):
-            assert a.keys() == b.keys(), name
-            for k in a:
-                assert b[k] == pytest.approx(a[k], rel=1e-3, abs=1e-4), (name, k)

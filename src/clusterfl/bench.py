@@ -230,7 +230,7 @@ def bench_round(
 ) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     data, source = round_setting(clients, rng, device)
-    model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden})
+    model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden}).to(device)
     engine = VectorizedEngine(model, data) if engine_name == "vectorized" else ReferenceEngine(
         model, data)
     run_round = algorithm_round(algorithm, engine, model, lr, batch, seed)

@@ -18,6 +18,7 @@ keeps a few per engine (`ProgramCache`). Only rules that declare `capturable = T
 host synchronisation inside `step_`) are captured; others run the program eagerly.
 """
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -111,7 +112,12 @@ class StepProgram:
         the rule's final state, as tensors of the caller's own (the buffers are reused)."""
         if self.capture and self.graph is None:
             self._load(params, clients, index, sample_weight, prox)
-            self._record()  # recording runs nothing: load again, then replay
+            try:
+                self._record()  # recording runs nothing: load again, then replay
+            except RuntimeError as err:  # a step that waits on the device: run it eagerly
+                warnings.warn(f"CUDA graph capture failed, running eagerly: {err}",
+                              RuntimeWarning, stacklevel=2)
+                self.capture, self.graph = False, None
         self._load(params, clients, index, sample_weight, prox)
         if self.graph is not None:
             self.graph.replay()

@@ -1,0 +1,252 @@
+"""`clusterfl bench gpu`: the engine on a GPU beside a plain batched program of the same shapes.
+
+One command for a lent GPU (minutes). It prints JSON lines:
+- `gemm`: the device's fp32 and TF32 matmul rate (the yardstick);
+- `engine`: the vectorized engine's client-steps/s at each client count (DNN 784-128-10,
+  batch 20, 10 local steps of SGD), beside `plain`: the same steps written as the plainest
+  batched program (forward, backward and update of every client with `baddbmm`, in place,
+  the batches already laid out on the device), eager and recorded as one CUDA graph; the
+  engine's `fraction_of_plain` is its rate over the plain graph's;
+- `precision`: the engine at 400 clients in TF32 and bf16;
+- the same `engine` rows on this machine's CPU;
+- `round`: `bench round` FedAvg and pFedMe, on cuda and cpu;
+- `cell`: seconds per round of the paper suite's `p1_fmnist_dnn_val / pfedkm_k4`, on cuda and
+  cpu (Fashion-MNIST from the Debian mirror, or random data of its shape).
+Without a CUDA device every cuda row is one line `{"device": "cuda", "skipped": "no CUDA
+device"}`. Nothing here imports mlflow, dvc or mlxtend (the lent machine has none of them).
+"""
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from clusterfl.bench import (
+    CLASSES,
+    FASHION_MNIST_DIR,
+    FEATURES,
+    bench_round,
+    fashion_mnist,
+    synthetic_clients,
+    time_rounds,
+    training_flops_per_sample,
+)
+from clusterfl.engine import Sgd, VectorizedEngine, make_plan
+from clusterfl.models import build_model, init_params
+
+NO_CUDA = "no CUDA device"
+P1_CELL = ("p1_fmnist_dnn_val", "pfedkm_k4")
+
+
+def device_seconds(fn: Callable[[], Any], repeats: int, device: str, warmup: int = 2) -> float:
+    """Best wall seconds of `fn` over `repeats`, the device drained before and after."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    sync()
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def gemm_tflops(device: str, tf32: bool = False, n: int = 4096) -> float:
+    g = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(n, n, generator=g).to(device) for _ in range(2))
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        return 2 * n**3 / device_seconds(lambda: a @ b, 10, device) / 1e12
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def plain_sgd_steps(p: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Tensor,
+                    lr: float) -> None:
+    """The plainest batched SGD for a 2-layer ReLU net: every client, every step, in place.
+    xs [S, C, B, F], ys [S, C, B] long; p: stacked w1 [C, H, F], b1, w2 [C, K, H], b2 in
+    that order (the model's parameter order)."""
+    w1, b1, w2, b2 = p.values()
+    for x, y in zip(xs, ys, strict=True):
+        h = torch.baddbmm(b1.unsqueeze(1), x, w1.transpose(1, 2)).relu_()
+        z = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2))
+        dz = z.softmax(-1)
+        dz.scatter_add_(2, y.unsqueeze(2), torch.full_like(dz[..., :1], -1.0)).div_(x.shape[1])
+        dh = torch.bmm(dz, w2).mul_(h > 0)
+        w2.baddbmm_(dz.transpose(1, 2), h, alpha=-lr)
+        b2.sub_(dz.sum(1), alpha=lr)
+        w1.baddbmm_(dh.transpose(1, 2), x, alpha=-lr)
+        b1.sub_(dh.sum(1), alpha=lr)
+
+
+def plain_rates(params: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Tensor,
+                device: str, repeats: int) -> dict[str, float]:
+    """Client-steps/s of `plain_sgd_steps`: eager, and (CUDA) replayed from one graph."""
+    work = {k: v.clone() for k, v in params.items()}
+    steps = xs.shape[0] * xs.shape[1]
+    rates = {"plain": steps / device_seconds(lambda: plain_sgd_steps(work, xs, ys, 0.05),
+                                             repeats, device)}
+    if device == "cuda":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            plain_sgd_steps(work, xs, ys, 0.05)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            plain_sgd_steps(work, xs, ys, 0.05)
+        rates["plain_graph"] = steps / device_seconds(graph.replay, repeats, device)
+    return rates
+
+
+def engine_row(clients: int, device: str, precision: str = "fp32", batch: int = 20,
+               local_steps: int = 10, hidden: int = 128, repeats: int = 5,
+               with_plain: bool = True, seed: int = 0) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    data = synthetic_clients(clients, batch * local_steps, rng, device)
+    model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden}).to(device)
+    g = torch.Generator().manual_seed(seed)
+    start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
+             for k, v in init_params(model, g).items()}
+    who = torch.arange(clients, device=device)
+    plan = make_plan(data.train_n.cpu().numpy(), batch, rng, local_steps=local_steps)
+    engine = VectorizedEngine(model, data, precision=precision)  # type: ignore[arg-type]
+    rule = Sgd(lr=0.05)
+    seconds = device_seconds(lambda: engine.train(start, who, rule, plan), repeats, device)
+    rate = clients * local_steps / seconds
+    flops = training_flops_per_sample(model) * batch
+    row: dict[str, Any] = {
+        "bench": "engine", "device": device, "clients": clients, "precision": precision,
+        "model": f"dnn 784-{hidden}-10", "batch": batch, "local_steps": local_steps,
+        "layout": "whole" if engine.whole else "chunked", "captured": engine.capture,
+        "threads": torch.get_num_threads(), "engine_client_steps_per_s": round(rate, 1),
+        "engine_tflops": round(rate * flops / 1e12, 4)}
+    if with_plain:
+        rows = torch.arange(clients).view(1, -1, 1) * data.train_x.shape[1]
+        flat = (plan.index + rows).flatten().to(device)  # the plan's batches, laid out once
+        xs = data.train_x.flatten(0, 1).index_select(0, flat).view(*plan.index.shape, FEATURES)
+        ys = data.train_y.flatten().index_select(0, flat).view(plan.index.shape)
+        for name, value in plain_rates(start, xs, ys, device, repeats).items():
+            row[f"{name}_client_steps_per_s"] = round(value, 1)
+            row[f"fraction_of_{name}"] = round(rate / value, 3)
+    return row
+
+
+def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
+               data_root: Path = FASHION_MNIST_DIR, cell: tuple[str, str] = P1_CELL,
+               suite: Path = Path("suites/paper/params.yaml"), seed: int = 0
+               ) -> tuple[Any, list[Any], str]:
+    """A paper-suite cell's seed as `clusterfl train` builds it (its experiment, partition,
+    model, schedule and algorithm from the suite's params), with the engine in `precision`
+    and (optionally) fewer rounds, on Fashion-MNIST from `data_root` or random data of its
+    shape where that is absent: (algorithm, evaluators, data source)."""
+    import dataclasses
+
+    from clusterfl.config import load_params
+    from clusterfl.evaluators import build_evaluators
+    from clusterfl.partition import build_partition
+    from clusterfl.types import Dataset, SeedInputs
+
+    if not suite.exists():
+        raise FileNotFoundError(f"{suite}: not found; run `clusterfl bench gpu` from the "
+                                "repository root")
+    params = load_params(suite)
+    experiment, algorithm = params.experiment(cell[0]), params.algorithm(cell[1], cell[0])
+    if rounds is not None:
+        experiment = dataclasses.replace(
+            experiment, schedule=dataclasses.replace(experiment.schedule, rounds=rounds))
+    entry = dict(params.partition(experiment.partition))
+    entry.pop("dataset")
+    scheme = entry.pop("scheme")
+    x, y, source = fashion_mnist(np.random.default_rng(seed), data_root)
+    dataset = Dataset("fashion_mnist", x, y, CLASSES)
+    partition = build_partition(dataset, scheme, entry, seed, f"partitions.{experiment.partition}")
+    ctx = algorithm.cls.make_context(SeedInputs(experiment, dataset, partition, seed,
+                                                "vectorized", device))
+    ctx.engine = VectorizedEngine(ctx.model, ctx.engine.data, loss=ctx.engine.loss,
+                                  precision=precision)  # type: ignore[arg-type]
+    instance = algorithm.cls(algorithm.hyper, ctx)
+    names = list(experiment.evaluators or instance.default_evaluators())
+    return instance, build_evaluators(names, ctx), source
+
+
+def cell_round_seconds(device: str, rounds: int = 2, data_root: Path = FASHION_MNIST_DIR
+                       ) -> dict[str, Any]:
+    """Median seconds per whole round (train, server step, evaluation) of the P1 cell."""
+    instance, evaluators, source = build_cell(device, data_root=data_root)
+    instance.setup()
+
+    def one_round(round_: int) -> None:
+        instance.round(round_ + 1, instance.select_clients(round_ + 1))
+        view = instance.view()
+        for evaluator in evaluators:
+            evaluator.evaluate(view)
+        if device == "cuda":
+            torch.cuda.synchronize()
+
+    return {"bench": "cell", "device": device, "cell": "/".join(P1_CELL),
+            "seconds_per_round": round(time_rounds(one_round, rounds), 3), "rounds_timed": rounds,
+            "data": source, "threads": torch.get_num_threads()}
+
+
+def precision_effect(device: str, rounds: int, data_root: Path = FASHION_MNIST_DIR
+                     ) -> Iterator[dict[str, Any]]:
+    """The P1 cell's seed 0 for `rounds` rounds in each precision: its primary metric at the
+    last and the best round, and the largest gap to fp32 over the rounds."""
+    curves: dict[str, list[float]] = {}
+    for precision in ("fp32", "tf32", "bf16"):
+        instance, evaluators, source = build_cell(device, precision, rounds, data_root)
+        start = time.perf_counter()
+        history = instance.run(evaluators)
+        seconds = time.perf_counter() - start
+        metric = history.primary
+        curve = [float(r[metric]) for r in history.records if metric in r]
+        curves[precision] = curve
+        gap = max((abs(a - b) for a, b in zip(curve, curves["fp32"], strict=True)), default=0.0)
+        yield {"bench": "precision_effect", "device": device, "cell": "/".join(P1_CELL),
+               "seed": 0, "rounds": rounds, "precision": precision, "metric": metric,
+               "last": round(curve[-1], 4), "best": round(max(curve), 4),
+               "max_abs_gap_to_fp32": round(gap, 4), "seconds": round(seconds, 1),
+               "data": source}
+
+
+def gpu_rows(clients: list[int], cuda: bool, repeats: int = 5, cell_rounds: int = 2,
+             effect_rounds: int = 0, data_root: Path = FASHION_MNIST_DIR
+             ) -> Iterator[dict[str, Any]]:
+    """Every row of `bench gpu`, cuda first (or one skip line per cuda row), then the CPU."""
+    def skipped(what: str) -> dict[str, Any]:
+        return {"bench": what, "device": "cuda", "skipped": NO_CUDA}
+
+    if cuda:
+        yield {"bench": "gemm", "device": "cuda", "fp32_tflops": round(gemm_tflops("cuda"), 1),
+               "tf32_tflops": round(gemm_tflops("cuda", tf32=True), 1),
+               "name": torch.cuda.get_device_name()}
+        for n in clients:
+            yield engine_row(n, "cuda", repeats=repeats)
+        for precision in ("tf32", "bf16"):
+            yield engine_row(400, "cuda", precision, repeats=repeats, with_plain=False)
+    else:
+        yield from (skipped(what) for what in ("gemm", "engine", "precision"))
+    for n in clients:
+        yield engine_row(n, "cpu", repeats=max(1, repeats // 2))
+    for device in ("cuda", "cpu"):
+        for algorithm in ("fedavg", "pfedme"):
+            if device == "cuda" and not cuda:
+                yield skipped("round")
+                continue
+            yield {"bench": "round", "device": device,
+                   **bench_round(algorithm, rounds=3, device=device)}
+    for device in ("cuda", "cpu"):
+        yield (cell_round_seconds(device, cell_rounds, data_root) if device == "cpu" or cuda
+               else skipped("cell"))
+    if effect_rounds:
+        if cuda:
+            yield from precision_effect("cuda", effect_rounds, data_root)
+        else:
+            yield skipped("precision_effect")
