@@ -178,20 +178,32 @@ def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
 
 def cell_round_seconds(device: str, rounds: int = 2, data_root: Path = FASHION_MNIST_DIR
                        ) -> dict[str, Any]:
-    """Median seconds per whole round (train, server step, evaluation) of the P1 cell."""
+    """Median seconds per whole round (train, server step, evaluation) of the P1 cell, and
+    of its parts: the round itself (local training and the server's step, k-means included),
+    k-means alone (its `kmeans_seconds`), and the evaluation of every client."""
     instance, evaluators, source = build_cell(device, data_root=data_root)
     instance.setup()
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    parts: dict[str, list[float]] = {"round": [], "evaluation": [], "kmeans": []}
 
     def one_round(round_: int) -> None:
+        start = time.perf_counter()
         instance.round(round_ + 1, instance.select_clients(round_ + 1))
+        sync()
+        middle = time.perf_counter()
         view = instance.view()
         for evaluator in evaluators:
             evaluator.evaluate(view)
-        if device == "cuda":
-            torch.cuda.synchronize()
+        sync()
+        parts["round"].append(middle - start)
+        parts["evaluation"].append(time.perf_counter() - middle)
+        parts["kmeans"].append(instance.round_metrics().get("kmeans_seconds", 0.0))
 
+    seconds = time_rounds(one_round, rounds)
+    timed = {f"{name}_seconds": round(float(np.median(values[1:])), 3)
+             for name, values in parts.items()}  # [1:]: without the warm-up round
     return {"bench": "cell", "device": device, "cell": "/".join(P1_CELL),
-            "seconds_per_round": round(time_rounds(one_round, rounds), 3), "rounds_timed": rounds,
+            "seconds_per_round": round(seconds, 3), **timed, "rounds_timed": rounds,
             "data": source, "threads": torch.get_num_threads()}
 
 

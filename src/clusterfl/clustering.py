@@ -72,7 +72,9 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 1
     `k` is capped at the number of distinct rows, so a round with few clients cannot fail;
     the cap leaves some clusters empty, which `cluster_average` handles.
     """
-    distinct = len(np.unique(points, axis=0))
+    # distinct rows by their bytes (+ 0.0 maps -0.0 to 0.0, as np.unique's comparison does):
+    # np.unique(points, axis=0) sorts whole rows and took ~0.5 s for P1's 40 x 101,770 models
+    distinct = len({row.tobytes() for row in np.ascontiguousarray(points, np.float64) + 0.0})
     k = max(1, min(k, distinct))
     return kmeans_plusplus(points, k, draw_seed(rng), n_init)
 
