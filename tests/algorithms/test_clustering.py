@@ -1,14 +1,18 @@
 """Exact-number tests for the server-side clustering steps (IFCA and pFedKM)."""
 
 import numpy as np
+import pytest
 import torch
 
 from clusterfl.algorithms.pfedkm import clustered_server_step
 from clusterfl.clustering import (
     align_to,
     cluster_average,
+    distinct_rows,
     flatten,
+    isometric_rows,
     kmeans,
+    kmeans_models,
     lowest_loss_cluster,
     mean_pairwise_distance,
 )
@@ -66,3 +70,32 @@ def test_pfedkm_server_step_by_hand():
     # Omega <- 0.5 Omega + 0.5 means
     torch.testing.assert_close(new["w"], torch.tensor([[9.5, 9.0], [1.0, 1.5]]))
     assert found.iterations >= 1
+
+
+def test_distinct_rows_compares_as_np_unique_does():
+    rows = torch.tensor([[1.0, 0.0], [1.0, -0.0], [2.0, 3.0], [1.0, 0.0], [2.0, 3.5]])
+    assert distinct_rows(rows) == 3 == len(np.unique(rows.numpy(), axis=0))
+    assert distinct_rows(rows[:1]) == 1 and distinct_rows(rows[:0]) == 0
+
+
+def test_isometric_rows_keep_every_pairwise_distance_in_c_dimensions():
+    points = torch.from_numpy(np.random.default_rng(0).normal(size=(7, 500))) + 40.0
+    embedded = isometric_rows(points)
+    assert embedded.shape == (7, 7)
+    torch.testing.assert_close(torch.cdist(embedded, embedded), torch.cdist(points, points),
+                               rtol=1e-10, atol=1e-9)
+    few = points[:, :3]  # fewer dimensions than rows: kept as they are, centered
+    torch.testing.assert_close(isometric_rows(few), few - few.mean(0))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_kmeans_of_models_finds_what_kmeans_finds_on_the_raw_points(seed):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(4, 3000)) * rng.uniform(0.01, 1.0)
+    points = 30 + centers[rng.integers(0, 4, 40)] + rng.normal(size=(40, 3000)) * rng.uniform(
+        0.05, 2.0)
+    points[5] = points[9]  # a duplicate: both count the same distinct rows
+    raw = kmeans(points, 4, np.random.default_rng(seed))
+    fast = kmeans_models(torch.from_numpy(points), 4, np.random.default_rng(seed))
+    assert np.array_equal(raw.labels, fast.labels)
+    assert raw.iterations == fast.iterations

@@ -43,7 +43,7 @@ from clusterfl.clustering import (
     align_to,
     cluster_average,
     flatten,
-    kmeans,
+    kmeans_models,
     mean_pairwise_distance,
 )
 from clusterfl.errors import UserError
@@ -74,7 +74,7 @@ def clustered_means(
     if not torch.isfinite(points).all():
         raise UserError("pfedkm: the uploaded models are not finite (training diverged), so "
                         "k-means cannot cluster them; lower lr or personal_lr")
-    found = kmeans(points.cpu().numpy(), k, rng, kmeans_runs)
+    found = kmeans_models(points, k, rng, kmeans_runs)
     means = torch.stack([points[torch.from_numpy(found.labels == j)].mean(0)
                          for j in range(int(found.labels.max()) + 1)])
     labels = align_to(flatten(generalized), means)[found.labels]
