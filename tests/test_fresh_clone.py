@@ -4,7 +4,12 @@ command; and `make reproduce` cannot leave `git status` dirty (no autostage, eve
 and the MLflow store already ignored, so DVC writes no `.gitignore` and stages nothing).
 
 When the first test fails, the lock is stale: run `dvc repro` in a fresh clone of the
-commit and commit its `dvc.lock` (the failure lists the stale stages)."""
+commit and commit its `dvc.lock` (the failure lists the stale stages).
+
+A long suite's lock may lag the code between landings only when `suites/lagging_locks.yaml`
+names it with the commit it was last refreshed at: then the lock must be byte-for-byte that
+commit's (nobody blessed it by hand since), the commit an ancestor of HEAD, and README must
+name the suite and the commit. The default suite's lock never lags."""
 
 import json
 import os
@@ -18,6 +23,20 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
 pytestmark = pytest.mark.slow
 MISSING = {"deleted", "not in cache"}  # what an output absent from a fresh clone shows
+LAGGING = "suites/lagging_locks.yaml"
+
+
+def lagging_locks(root: Path) -> dict[str, str]:
+    """lock path -> the commit it was last refreshed at, from `suites/lagging_locks.yaml`."""
+    path = root / LAGGING
+    if not path.exists():
+        return {}
+    entries = yaml.safe_load(path.read_text()) or {}
+    return {lock: str(entry["refreshed_at"]) for lock, entry in entries.items()}
+
+
+def _git(clone: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=clone, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +101,11 @@ def test_stale_entries_keep_missing_outputs_and_name_changed_deps():
 def test_dvc_status_of_a_fresh_clone_shows_only_missing_outputs(clone):
     locks = sorted(p.relative_to(clone) for p in clone.rglob("dvc.lock") if ".dvc" not in p.parts)
     assert locks, "no dvc.lock committed"
+    lagging = lagging_locks(clone)
     stale = []
     for lock in locks:
+        if str(lock) in lagging:  # checked against its commit instead, below
+            continue
         pipeline = lock.parent / "dvc.yaml"
         proc = subprocess.run([str(BIN / "dvc"), "status", "--json", str(pipeline)], cwd=clone,
                               capture_output=True, text=True, timeout=600,
@@ -95,6 +117,30 @@ def test_dvc_status_of_a_fresh_clone_shows_only_missing_outputs(clone):
     assert not stale, (
         f"the committed dvc.lock is stale ({len(stale)} stages):\n" + "\n".join(stale)
         + "\nrefresh it: run `dvc repro` in a fresh clone of this commit and commit its dvc.lock")
+
+
+def test_a_lagging_lock_is_exactly_its_refresh_commits_and_named_in_readme(clone):
+    lagging = lagging_locks(clone)
+    assert "dvc.lock" not in lagging, "the default suite's lock never lags"
+    readme = (clone / "README.md").read_text()
+    for lock, commit in lagging.items():
+        assert (clone / lock).exists(), f"{LAGGING}: {lock} is not committed"
+        assert _git(clone, "merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, (
+            f"{LAGGING}: {lock}'s refresh commit {commit} is not in HEAD's history")
+        changed = _git(clone, "diff", "--quiet", commit, "HEAD", "--", lock)
+        assert changed.returncode == 0, (
+            f"{lock} differs from its refresh commit {commit[:7]}: a refreshed lock removes "
+            f"its line from {LAGGING}; a lock is never edited by hand")
+        suite = str(Path(lock).parent)
+        assert suite in readme and commit[:7] in readme, (
+            f"README must say that {suite}'s lock lags (refreshed at {commit[:7]})")
+
+
+def test_lagging_locks_reads_the_marker(tmp_path):
+    assert lagging_locks(tmp_path) == {}
+    (tmp_path / "suites").mkdir()
+    (tmp_path / LAGGING).write_text("suites/a/dvc.lock: {refreshed_at: abc123, why: x}\n")
+    assert lagging_locks(tmp_path) == {"suites/a/dvc.lock": "abc123"}
 
 
 def test_reproduce_cannot_dirty_git_status(clone):

@@ -81,5 +81,8 @@ def loss_grad(out: torch.Tensor, y: torch.Tensor, weight: torch.Tensor,
         return g.sub_((g * p).sum(-1, keepdim=True)).mul_(p).mul_(w)
     if loss == "bce":  # dL/dz_k = (sigmoid(z_k) - t_k) / K
         return torch.sigmoid(out).sub_(_one_hot(y, out)).mul_(w / out.shape[-1])
+    # softmax - one_hot(y), by subtracting 1 at each label in place: the same numbers as
+    # building the one-hot, in 2 kernels instead of 4 (GPU steps are launch-bound)
     dz = torch.softmax(out, dim=-1)
-    return dz.sub_(F.one_hot(y, dz.shape[-1]).to(dz.dtype)).mul_(weight.unsqueeze(-1))
+    minus_one = dz.new_full((1,) * dz.dim(), -1.0).expand(*y.shape, 1)
+    return dz.scatter_add_(-1, y.unsqueeze(-1), minus_one).mul_(weight.unsqueeze(-1))
