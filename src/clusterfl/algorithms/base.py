@@ -15,7 +15,9 @@ from torch import nn
 
 from clusterfl.aggregation import gather
 from clusterfl.engine import ENGINES, Adam, ClientData, LocalEngine, Prox, Sgd, make_plan
+from clusterfl.engine.kernels import linear_relu_layers
 from clusterfl.engine.losses import LossName
+from clusterfl.engine.vectorized import Precision
 from clusterfl.errors import UserError
 from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import InitScheme, build_model, init_params
@@ -50,6 +52,9 @@ class Schedule:
     # the loss trained and evaluated (engine/losses.py); None: by the labels' dtype
     # (cross-entropy for classes, squared error for regression targets)
     loss: LossName | None = None
+    # the engine's arithmetic (docs/engine.md): fp32; tf32 (CUDA's TF32 matmuls; the CPU
+    # computes fp32); bf16 (bf16 GEMMs, float32 weights; Linear-ReLU models)
+    precision: Precision = "fp32"
 
     def validate(self, key: str) -> None:
         require(self.rounds >= 1, f"{key}.rounds", f"must be >= 1, got {self.rounds}")
@@ -72,6 +77,21 @@ class Schedule:
         require(self.loss is None or not regression, f"{key}.loss",
                 f"{self.loss!r} needs class labels; regression data trains with the squared "
                 "error (leave loss unset)")
+
+
+def build_engine(name: str, model: nn.Module, data: ClientData, schedule: Schedule,
+                 key: str) -> LocalEngine:
+    """Engine `name` over `data` with the schedule's loss and precision (`key`: the training
+    block, named in errors)."""
+    if schedule.precision == "fp32":
+        return ENGINES[name](model, data, loss=schedule.loss)
+    if name != "vectorized":
+        raise UserError(f"{key}.precision: {schedule.precision!r} needs the vectorized engine; "
+                        f"the {name} engine computes fp32 (leave precision unset)")
+    if schedule.precision == "bf16" and linear_relu_layers(model) is None:
+        raise UserError(f"{key}.precision: 'bf16' runs on Linear-ReLU models only (the bmm "
+                        "kernel); use fp32 or tf32 for this model")
+    return ENGINES[name](model, data, loss=schedule.loss, precision=schedule.precision)
 
 
 def model_schedule(experiment: ExperimentSpec) -> Schedule:
@@ -153,12 +173,14 @@ class NeuralAlgorithm(FederatedAlgorithm):
         schedule.check_loss(dataset.is_regression, f"{key}.training")
         model = build_model(experiment.model, dataset.feature_shape, dataset.num_classes,
                             experiment.model_options, key=f"{key}.model").to(run.device)
-        engine, loss = ENGINES[run.engine], schedule.loss
+        training = f"{key}.training"
         holdout = holdout_data(dataset, partition, run.device)
         return NeuralContext.build(
-            model, engine(model, client_data(dataset, partition, run.device), loss=loss),
+            model, build_engine(run.engine, model, client_data(dataset, partition, run.device),
+                                schedule, training),
             schedule, run.seed, partition.cluster, partition.mixture,
-            None if holdout is None else engine(model, holdout, loss=loss))
+            None if holdout is None else build_engine(run.engine, model, holdout, schedule,
+                                                      training))
 
     def default_evaluators(self) -> list[str]:
         """P2's protocol where the data has held-out sets or true mixtures, else every

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from clusterfl.aggregation import broadcast, gather
+from clusterfl.algorithms.base import build_engine
 from clusterfl.engine import Adam, Sgd, make_plan
 from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import init_params
@@ -64,12 +65,13 @@ class ModalityAlgorithm(FederatedAlgorithm):
     ctx: P3Context
     pooled = False  # the centralized baseline joins each modality's clients into one
     # rebuilt from the context, not changed by the rounds: left out of checkpoints
-    transient = (*FederatedAlgorithm.transient, "schedule", "modalities")
+    transient = (*FederatedAlgorithm.transient, "schedule", "modalities", "engine_name")
 
     def __init__(self, hyper: P3Hyper, ctx: P3Context) -> None:
         super().__init__(hyper, ctx)
         assert ctx.schedule is not None and ctx.schedule.lr is not None
         self.schedule = ctx.schedule
+        self.engine_name = ctx.engine_name
         self.modalities = ctx.modalities
         self.rates = hyper.rates or (ctx.schedule.lr,)
         seeds = [modality_seed(ctx.seed, m) for m in range(len(ctx.modalities))]
@@ -134,8 +136,9 @@ class ModalityAlgorithm(FederatedAlgorithm):
         positions, sizes = (fit, fit_n) if self.hyper.temp_data == "rest" else (held, held_n)
         plan = restrict_plan(make_plan(sizes.numpy(), s.batch_size, rng,
                                        local_steps=self.hyper.temp_steps), positions)
-        scorer = type(mod.engine)(mod.model, held_out_data(mod.engine.data, held, held_n),
-                                  loss=mod.engine.loss)  # scored by the loss it trains
+        scorer = build_engine(  # scored by the loss it trains, in its precision
+            self.engine_name, mod.model, held_out_data(mod.engine.data, held, held_n), s,
+            "training")
         losses = []
         for rate in self.rates:
             copy = mod.engine.train(start, everyone, self.rule(rate), plan)

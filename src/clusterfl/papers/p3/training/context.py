@@ -16,8 +16,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from clusterfl.algorithms.base import Schedule, model_schedule
-from clusterfl.engine import ENGINES, ClientData, LocalEngine
+from clusterfl.algorithms.base import Schedule, build_engine, model_schedule
+from clusterfl.engine import ClientData, LocalEngine
 from clusterfl.errors import UserError
 from clusterfl.loop import FederatedAlgorithm
 from clusterfl.models import build_model
@@ -48,6 +48,7 @@ class Modality:
 class P3Context(RunContext):
     modalities: list[Modality] = field(default_factory=list)
     schedule: Schedule | None = None
+    engine_name: str = "vectorized"  # `ENGINES`' name: the rate scorer builds one more
 
 
 def modality_clients(partition: Any, key: str) -> list[tuple[str, np.ndarray]]:
@@ -74,7 +75,6 @@ def build_context(run: SeedInputs, pooled: bool = False) -> P3Context:
     if schedule.clients_per_round is not None:
         raise UserError(f"{key}.training.clients_per_round: P3 trains every client every "
                         "round; leave it unset")
-    engine_cls = ENGINES[run.engine]
     modalities = []
     for m, (name, ids) in enumerate(modality_clients(partition, key)):
         train = [views.client_data(dataset, partition, int(k), "train") for k in ids]
@@ -87,10 +87,11 @@ def build_context(run: SeedInputs, pooled: bool = False) -> P3Context:
                             experiment.model_options, key=f"{key}.model").to(run.device)
         data = ClientData.from_lists(train, test, device=run.device)
         clients = torch.tensor([m]) if pooled else torch.as_tensor(ids, dtype=torch.int64)
-        modalities.append(Modality(name, clients, model,
-                                   engine_cls(model, data, loss=schedule.loss)))
+        modalities.append(Modality(name, clients, model, build_engine(
+            run.engine, model, data, schedule, f"{key}.training")))
     base = FederatedAlgorithm.make_context(run)
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(RunContext)}
     if pooled:
         fields["num_clients"] = len(modalities)
-    return P3Context(**fields, modalities=modalities, schedule=schedule)
+    return P3Context(**fields, modalities=modalities, schedule=schedule,
+                     engine_name=run.engine)
