@@ -65,7 +65,8 @@ def test_the_header_names_suite_seeds_rounds_data_and_links_the_references(repor
     # links from tables/ and from the page, each to the committed reference's page
     assert ("p1 [reference/paper/p1/report/](../../../reference/paper/p1/report/index.html)"
             in first)
-    assert "[docs/results.md](../../../docs/results.md)" in first
+    assert first.endswith("[docs/results.md](../../../docs/results.md) says why numbers differ "
+                          "from the papers'.")
     page = (report / "index.html").read_text()
     assert '<a href="../../reference/paper/p1/report/index.html">' in page
 
@@ -100,3 +101,16 @@ def test_no_table_of_the_report_is_a_header_alone(report):
     assert "None of the paper's claims" in (report / "tables/p4.md").read_text()
     assert not re.search(r"<thead>.*?</thead>\s*</table>", (report / "index.html").read_text(),
                          re.S)
+
+
+def test_a_report_of_the_reference_suite_links_its_own_run_as_such():
+    from clusterfl.reports.context import Links, header
+
+    suite = StandInSuite(load_papers(), [("p1", SUBSET, "pfedme")], suite="paper")
+    text = header(suite, suite.cells, Links("../", {"p1": "reference/paper/p1/report"}))
+    assert ("Its committed run: p1 [reference/paper/p1/report/]"
+            "(../reference/paper/p1/report/index.html).") in text
+    assert "The papers' own scale" not in text
+    # outside the repository's layout: paths, no links
+    assert "p1 `reference/paper/p1/report/`" in header(
+        suite, suite.cells, Links(None, {"p1": "reference/paper/p1/report"}))

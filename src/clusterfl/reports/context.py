@@ -94,13 +94,16 @@ def header(params: Any, cells: Sequence[tuple[str, str, str]], links: Links) -> 
             f"{len(cells)} cells of {', '.join(papers)}; {len(seeds)} seeds "
             f"({', '.join(map(str, seeds))}); {said}; data: {data}.")
     refs = {k: link for k in papers if (link := links.reference(k)) is not None}
-    if refs:
+    # a reference of this suite is this report's own committed run, not another scale
+    mine = {k for k in refs if links.references[k].split("/")[1] == params.suite}
+    if mine:
+        text += (" Its committed run: " + ", ".join(f"{k} {refs[k]}" for k in sorted(mine))
+                 + ".")
+    if set(refs) - mine:
         text += (" The papers' own scale, committed and rendered by this code: "
-                 + ", ".join(f"{k} {link}" for k, link in refs.items())
-                 + f"; {links.to(DOCS)} says why their numbers differ from the papers'.")
-    else:
-        text += f" {links.to(DOCS)} says why numbers differ from the papers'."
-    return text + "\n"
+                 + ", ".join(f"{k} {link}" for k, link in refs.items() if k not in mine)
+                 + ".")
+    return text + f" {links.to(DOCS)} says why numbers differ from the papers'.\n"
 
 
 def gap_notes(table: pd.DataFrame, params: Any, references: Mapping[str, Mapping[str, Any]],
