@@ -115,16 +115,9 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
                                                                             figures)]))
         partly = (f"Partial report: {len(missing)} cells of the suite have no results and are "
                   f"left out: {', '.join(missing)}.\n\n" if missing else "")
-
-        def overview(links: Links, papers: str) -> tuple[str, str]:
-            """(the intro, the table with its notes) for a file with these links; `papers`:
-            the links to the papers' sections."""
-            notes = gap_notes(table, params, experiment_references, links)
-            intro = INTRO.format(header=header(params, cells, links), sections=papers)
-            return intro + partly, results_markdown(table, experiment_references, notes)
-
-        intro, results_table = overview(links_for(place, 1, committed),
-                                        ", ".join(sections) or "none")
+        intro, results_table = _overview(params, cells, table, experiment_references,
+                                         links_for(place, 1, committed),
+                                         ", ".join(sections) or "none", partly)
         atomic_write_text(tables / "results.md", intro + results_table)
         atomic_write_text(tables / "results.csv", table.to_csv(index=False))
         atomic_write_text(tables / "seeds.csv", seeds.to_csv(index=False))
@@ -135,7 +128,8 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
     atomic_write_json(reports_dir / "metrics.json", metrics)
     # on the page (a folder up from tables/), the papers' sections are anchors
     anchors = ", ".join(f"[{s.title}](#{s.anchor})" for s in page) or "none"
-    on_page = "".join(overview(links_for(place, 0, committed), anchors))
+    on_page = "".join(_overview(params, cells, table, experiment_references,
+                                links_for(place, 0, committed), anchors, partly))
     results = html.Section("Results", html.strip_heading(on_page), ["figures/convergence.png"])
     shown = {f for s in [results, *page] for f in s.figures}
     others = [f"figures/{f}" for f in html.relative(sorted((reports_dir / "figures").rglob(
@@ -151,6 +145,16 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
     if track:
         _publish(params, console, reports_dir, [(e, a) for _, e, a in cells], table,
                  experiment_references, paper_key)
+
+
+def _overview(params: SuiteConfig, cells: list[tuple[str, str, str]], table: pd.DataFrame,
+              references: Any, links: Links, papers: str, partly: str) -> tuple[str, str]:
+    """(the intro, the results table with its notes) for a file whose links into the
+    repository are `links` (tables/results.md, or the page a folder up); `papers`: the links
+    to the papers' sections; `partly`: the partial report's line, if any."""
+    notes = gap_notes(table, params, references, links)
+    intro = INTRO.format(header=header(params, cells, links), sections=papers)
+    return intro + partly, results_markdown(table, references, notes)
 
 
 def _page_title(params: SuiteConfig, paper: str | None = None) -> str:
