@@ -72,3 +72,12 @@ def test_the_report_is_readable_by_all_under_umask_022(tmp_path, umask):
     assert {"tables", "figures", "curves"} <= set(dirs)
     assert set(files.values()) == {0o644}, files
     assert set(dirs.values()) == {0o755}, dirs
+
+
+def test_a_downloaded_file_is_readable_by_all_under_umask_022(tmp_path, umask):
+    from clusterfl.data.download import Resource, fetch
+
+    (tmp_path / "mirror").mkdir()
+    (tmp_path / "mirror/data.bin").write_bytes(b"\1\2")
+    path = fetch(Resource("data.bin", ()), tmp_path / "cache", (str(tmp_path / "mirror"),))
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
