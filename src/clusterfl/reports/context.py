@@ -82,12 +82,14 @@ def header(params: Any, cells: Sequence[tuple[str, str, str]], links: Links) -> 
     if override is not None and own and set(own) != {override}:
         said += (f" (the suite's `training` override; the experiments' own settings run "
                  f"{_span(own)})")
-    datasets: dict[str, str] = {}
+    datasets: dict[str, list[str]] = {}  # the source's description -> its datasets
     for e in experiments:
         name = params.partition(params.experiment(e).partition)["dataset"]
         source, _ = params.dataset(name)
-        datasets.setdefault(name, DATA_SOURCES.get(source).description)
-    data = "; ".join(f"`{name}` ({what})" for name, what in datasets.items())
+        named = datasets.setdefault(DATA_SOURCES.get(source).description, [])
+        named += [name] if name not in named else []
+    data = "; ".join(", ".join(f"`{n}`" for n in names) + f" ({what})"
+                     for what, names in datasets.items())
     papers = list(dict.fromkeys(k for k, _, _ in cells))
     seeds = list(params.seeds)
     text = (f"**This report:** suite `{params.suite}` (`{shown(Path(params.file))}`), "
