@@ -112,7 +112,8 @@ def train(
     suite: SuiteOpt = "default",
     params: ParamsOpt = None,
     seed: Annotated[list[int] | None, typer.Option(
-        help="Run only these seeds (repeatable); default: the suite's seeds.")] = None,
+        help="Run only these seeds (repeatable; the cell keeps its other seeds' "
+             "results); default: the suite's seeds.")] = None,
     track: Annotated[bool, typer.Option(help="Log the runs to MLflow.")] = True,
     engine: Annotated[str, typer.Option(
         help="Local-training engine: vectorized or reference (per-client loop).")] = "vectorized",

@@ -9,11 +9,12 @@ checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoi
 
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from clusterfl.io import temporary_dir
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def output_dir(final: Path) -> Iterator[Path]:
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(final)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=final.parent))
+    tmp = temporary_dir(final.parent, f".{final.name}.{os.getpid()}.")  # umask's mode
     try:
         yield tmp
     except BaseException:

@@ -156,16 +156,19 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
     return target
 
 
-def render(params: SuiteConfig, paper: str, reference: Path, report: Path) -> None:
+def render(params: SuiteConfig, paper: str, reference: Path, report: Path,
+           location: Path | None = None) -> None:
     """The paper's report from the packed histories under `reference`, into `report` (swapped
-    in whole), without MLflow."""
+    in whole), without MLflow; its links into the repository are made for `location`
+    (default: `report`)."""
     from pipeline import report as stage
 
     with unpacked(reference / "histories") as results, \
             tempfile.TemporaryDirectory() as tmp:
         written = Path(tmp) / "report"
         stage.run(params, Console(stderr=True, quiet=True), results,
-                  reference / "partitions", written, paper_key=paper)
+                  reference / "partitions", written, paper_key=paper,
+                  location=location or report)
         with output_dir(report) as out:
             for name in REPORT_FILES:
                 source = written / name
@@ -196,8 +199,8 @@ def stale_files(params: SuiteConfig, paper: str, reference: Path) -> list[str]:
     fresh rendering of the committed histories, or exist on one side only."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "report"
-        render(params, paper, reference, fresh)
         committed = reference / "report"
+        render(params, paper, reference, fresh, location=committed)  # linked as committed
 
         def texts(base: Path) -> set[str]:
             return {p.relative_to(base).as_posix() for p in base.rglob("*")

@@ -33,8 +33,15 @@ from clusterfl.errors import UserError
 from clusterfl.io import atomic_write_json, atomic_write_text
 from clusterfl.papers import Paper
 from clusterfl.reports import html
+from clusterfl.reports.context import Links, committed_references, gap_notes, header, links_for
 from clusterfl.reports.figures import convergence_figure
-from clusterfl.reports.results import merge_metrics, metrics_json, results_markdown, summary_table
+from clusterfl.reports.results import (
+    merge_metrics,
+    metrics_json,
+    results_markdown,
+    scored,
+    summary_table,
+)
 from clusterfl.reports.runs import cost_rows, mean_curve, seed_dirs, seed_rows
 from clusterfl.reports.section import ReportInput, ReportOutput, section_builder
 from clusterfl.reports.tables import markdown_table
@@ -42,21 +49,28 @@ from pipeline.common import output_dir
 
 INTRO = """# Results
 
+{header}
 Every cell of the suite by its primary metric (`metric`): the model each client uses, on its \
-clients' test splits, weighted by test samples; last and best round, mean ± std over seeds; \
-the paper's number where its references.yaml gives one. Each paper's own tables: {sections}.
+clients' test splits, weighted by test samples, mean ± std over seeds; the paper's number where \
+its references.yaml gives one. `ours` is scored as the cell's paper section scores it (`scored \
+as`: the last round, or for P1 the official pFedMe protocol, whose pFedMe/pFedKM number is the \
+local w_i at its best round), and the diff is `ours` minus the paper's; `ours, last round` and \
+`best round` are the primary metric itself (θ_i for pFedMe/pFedKM). Each paper's own tables: \
+{sections}.
 
 """
 
 
 def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir: Path,
         reports_dir: Path, partial: bool = False, track: bool = False,
-        paper_key: str | None = None) -> None:
+        paper_key: str | None = None, location: Path | None = None) -> None:
     """`partial`: leave out the suite's cells that have no results (listed in results.md)
     instead of stopping at the first, for a report on part of a suite run by hand.
     `track`: publish the figures and tables to MLflow (the suite's `tracking` store).
     `paper_key`: the report of that paper's cells of the suite alone (the `report_<paper>`
-    stage; `reports_dir` is then reports/<suite>/<paper>)."""
+    stage; `reports_dir` is then reports/<suite>/<paper>). `location`: where the report
+    will live relative to the repository root, for its links into reference/ and docs/
+    (default: `reports_dir`; one written elsewhere and moved says so)."""
     if not params.suite_cells():  # a data-only suite (e.g. `schemes`): nothing to report
         text = f"This suite trains no cells; its partitions are under {partitions_dir}.\n"
         with output_dir(reports_dir / "tables") as out:
@@ -77,8 +91,9 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
                           for row in seed_rows(results_dir, exp, alg)])
     table = summary_table(seeds, experiment_references)
     curves = {(exp, alg): mean_curve(results_dir, exp, alg) for _, exp, alg in cells}
-    results_table = results_markdown(table, experiment_references)
     metrics = metrics_json(table)
+    place = location if location is not None else reports_dir
+    committed = committed_references(list(dict.fromkeys(k for k, _, _ in cells)))
     with (output_dir(reports_dir / "tables") as tables,
           output_dir(reports_dir / "figures") as figures,
           output_dir(reports_dir / "curves") as curve_dir):
@@ -92,14 +107,17 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
                                         references[key], tables, figures))
             atomic_write_text(tables / f"{key}.md", _section(paper, section, figures))
             merge_metrics(metrics, section.metrics)
+            if section.scores:  # the results table scores these cells as the section does
+                table = scored(table, pd.DataFrame(section.scores), section.scoring)
             sections.append(f"[{paper.title}]({key}.md)")
             page.append(html.Section(paper.title, section.markdown,
                                      [f"figures/{f}" for f in html.relative(section.figures,
                                                                             figures)]))
-        intro = INTRO.format(sections=", ".join(sections) or "none")
-        if missing:
-            intro += (f"Partial report: {len(missing)} cells of the suite have no results and "
-                      f"are left out: {', '.join(missing)}.\n\n")
+        partly = (f"Partial report: {len(missing)} cells of the suite have no results and are "
+                  f"left out: {', '.join(missing)}.\n\n" if missing else "")
+        intro, results_table = _overview(params, cells, table, experiment_references,
+                                         links_for(place, 1, committed),
+                                         ", ".join(sections) or "none", partly)
         atomic_write_text(tables / "results.md", intro + results_table)
         atomic_write_text(tables / "results.csv", table.to_csv(index=False))
         atomic_write_text(tables / "seeds.csv", seeds.to_csv(index=False))
@@ -108,19 +126,18 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
             atomic_write_text(curve_dir / curve.primary.name / f"{exp}__{alg}.csv",
                               curve.frame.to_csv(index=False))
     atomic_write_json(reports_dir / "metrics.json", metrics)
-    # on the page, the papers' sections are anchors, not tables/<paper>.md
+    # on the page (a folder up from tables/), the papers' sections are anchors
     anchors = ", ".join(f"[{s.title}](#{s.anchor})" for s in page) or "none"
-    linked = INTRO.format(sections=anchors) + intro.removeprefix(
-        INTRO.format(sections=", ".join(sections) or "none"))
-    overview = html.Section("Results", html.strip_heading(linked + results_table),
-                            ["figures/convergence.png"])
-    shown = {f for s in [overview, *page] for f in s.figures}
+    on_page = "".join(_overview(params, cells, table, experiment_references,
+                                links_for(place, 0, committed), anchors, partly))
+    results = html.Section("Results", html.strip_heading(on_page), ["figures/convergence.png"])
+    shown = {f for s in [results, *page] for f in s.figures}
     others = [f"figures/{f}" for f in html.relative(sorted((reports_dir / "figures").rglob(
         "*.png")), reports_dir / "figures") if f"figures/{f}" not in shown]
     if others:  # a figure no section names still belongs on the page
         page.append(html.Section("Other figures", "", others))
     atomic_write_text(reports_dir / "index.html",
-                      html.render(_page_title(params, paper_key), [overview, *page]))
+                      html.render(_page_title(params, paper_key), [results, *page]))
     write_costs(results_dir, [(e, a) for _, e, a in cells], reports_dir / "costs.md")
     console.print(results_table)
     console.print(f"wrote {reports_dir}/tables/results.md, {len(sections)} paper sections "
@@ -128,6 +145,16 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
     if track:
         _publish(params, console, reports_dir, [(e, a) for _, e, a in cells], table,
                  experiment_references, paper_key)
+
+
+def _overview(params: SuiteConfig, cells: list[tuple[str, str, str]], table: pd.DataFrame,
+              references: Any, links: Links, papers: str, partly: str) -> tuple[str, str]:
+    """(the intro, the results table with its notes) for a file whose links into the
+    repository are `links` (tables/results.md, or the page a folder up); `papers`: the links
+    to the papers' sections; `partly`: the partial report's line, if any."""
+    notes = gap_notes(table, params, references, links)
+    intro = INTRO.format(header=header(params, cells, links), sections=papers)
+    return intro + partly, results_markdown(table, references, notes)
 
 
 def _page_title(params: SuiteConfig, paper: str | None = None) -> str:

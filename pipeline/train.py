@@ -10,9 +10,18 @@ executor's business (`clusterfl.execution`). Seeds resume from their round check
 checkpoints/<suite>/<experiment>/<algorithm>/ (`clusterfl.checkpoints`), which are removed
 once the cell's results are in place. As it ends, a cell of the suite writes finished.json
 beside its logs and prints the whole suite's progress (`pipeline.progress`).
+
+`--seed K` (README's "run one stage by hand") trains seed K alone: the cell keeps the suite's
+other seeds already on disk and summary.json covers every seed present, in the suite's order,
+so a cell completed by hand is byte for byte the cell `dvc repro` writes (DVC and `plan` see
+nothing changed). Such a run writes no finished.json (it is no whole cell of a repro), and
+refuses, in one line, to mix in seeds that the cell's last run (tracking.json) trained with
+other settings.
 """
 
 import dataclasses
+import json
+import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -30,7 +39,7 @@ from clusterfl.data import load_dataset
 from clusterfl.errors import UserError
 from clusterfl.execution import Executor, SeedJob, run_jobs
 from clusterfl.executors import choose_executor
-from clusterfl.history import RunHistory
+from clusterfl.history import RunHistory, load_history_json
 from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric
 from clusterfl.partition import load_partition
@@ -90,10 +99,16 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     load_dataset(dataset)  # validated before any run is created: a bad file is one line
     for job in jobs:
         load_partition(job.partition)
+    cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
+    logs = paths.log_dir(experiment, algorithm)
+    final = paths.cell_dir(experiment, algorithm)
+    # the suite's other seeds already on disk stay (`clusterfl train ... --seed 0` by hand):
+    # checked before any training, so a corrupt or foreign one fails in a second
+    summaries = kept_seeds(final, logs / "tracking.json", params.seeds, seeds, cell,
+                           f"clusterfl train {experiment} {algorithm} {suite}")
     if position is not None:  # the suite-level line (under `dvc repro` a cell is a process)
         console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
                       f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
-    cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
     record = _tracking_record(params, experiment, algorithm, cell, picked)
     tracker = _tracker(record, params.suite, console) if track else None
 
@@ -101,9 +116,9 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         out: list[Callback] = [progress_callback(job.name, exp.schedule.rounds)]
         return out + ([tracker.seed_callback(job.seed)] if tracker is not None else [])
 
-    summaries = []
-    logs = paths.log_dir(experiment, algorithm)
-    with output_dir(paths.cell_dir(experiment, algorithm)) as out:
+    with output_dir(final) as out:
+        for seed in summaries:
+            shutil.copytree(final / f"seed{seed}", out / f"seed{seed}")
         try:
             for job, history in run_jobs(executor, jobs, live, submitted, lock):
                 if not executor.live:
@@ -112,15 +127,17 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
                     console.print(f"{job.name}: {_last(history)}")
                 (logs / f"seed{job.seed}").mkdir(parents=True, exist_ok=True)
                 history.write(out / f"seed{job.seed}", timings=logs / f"seed{job.seed}")
-                summaries.append(history.summary())
+                summaries[job.seed] = history.summary()
         except BaseException as err:  # close the parent and its open seed runs
             if tracker is not None:
                 killed = isinstance(err, KeyboardInterrupt | SystemExit)
                 tracker.finish({}, status="KILLED" if killed else "FAILED")
             raise
-        mean = {k: float(np.mean([s[k] for s in summaries])) for k in summaries[0]}
-        std = {f"{k}_std": float(np.std([s[k] for s in summaries])) for k in summaries[0]}
-        atomic_write_json(out / "summary.json", {"seeds": seeds, **mean, **std})
+        present = summary_seeds(params.seeds, summaries)
+        rows = [summaries[s] for s in present]
+        mean = {k: float(np.mean([s[k] for s in rows])) for k in rows[0]}
+        std = {f"{k}_std": float(np.std([s[k] for s in rows])) for k in rows[0]}
+        atomic_write_json(out / "summary.json", {"seeds": present, **mean, **std})
         atomic_write_json(logs / "tracking.json", record)
         if tracker is not None:
             tracker.log_artifact(out / "summary.json")
@@ -130,11 +147,54 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     if name is not None:
         last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))
         console.print(f"{experiment}/{algorithm}: {name} last {last} best {best} "
-                      f"over seeds {seeds}")
+                      f"over seeds {present}")
+    missing = [s for s in params.seeds if s not in summaries]
+    if missing:
+        console.print(f"{experiment}/{algorithm}: seeds {missing} of suite {params.suite!r} "
+                      f"have no results yet; `clusterfl train {experiment} {algorithm} "
+                      f"{suite}` trains them", highlight=False)
     if position is not None:  # the whole suite's progress (`pipeline.progress`)
-        record_finished(paths, experiment, algorithm, time.monotonic() - started)
+        if set(params.seeds) <= set(seeds):  # a whole cell, not a seed trained by hand
+            record_finished(paths, experiment, algorithm, time.monotonic() - started)
         console.print(suite_progress(paths, [(e, a) for _, e, a in params.suite_cells()],
                                      experiment, algorithm), highlight=False)
+
+
+def kept_seeds(cell: Path, tracking: Path, suite_seeds: list[int], training: list[int],
+               params: dict[str, Any], command: str) -> dict[int, dict[str, float]]:
+    """Seed -> summary of each of the suite's seeds that `cell` holds and this run does
+    not train: they stay in the cell and its summary. Their histories are validated (a
+    `CorruptFile` names the file); if the cell's last run (`tracking`, where there is one)
+    used other settings than `params` (seeds aside), mixing them would be a summary of two
+    experiments: a one-line error that says to train every seed."""
+    others = [s for s in suite_seeds
+              if s not in training and (cell / f"seed{s}" / "history.json").exists()]
+    if not others:
+        return {}
+    try:
+        before = json.loads(tracking.read_text())["params"]
+    except (OSError, ValueError, KeyError, TypeError):
+        before = None  # results without logs (e.g. pulled from a DVC remote): nothing to check
+    if isinstance(before, dict) and _but_seeds(before) != _but_seeds(params):
+        raise UserError(f"{cell}: seeds {others} were trained with other settings "
+                        f"({tracking}); train every seed: `{command}`")
+    out = {}
+    for seed in others:
+        data = load_history_json(cell / f"seed{seed}" / "history.json")
+        out[seed] = RunHistory(records=data["records"], primary=data.get("primary")).summary()
+    return out
+
+
+def _but_seeds(params: dict[str, Any]) -> str:
+    # through JSON: tracking.json's copy has lists where the live params may have tuples
+    return json.dumps({k: v for k, v in params.items() if k != "seeds"}, sort_keys=True)
+
+
+def summary_seeds(suite_seeds: list[int], summaries: dict[int, Any]) -> list[int]:
+    """The seeds a cell's summary covers: the suite's in its order (so a cell completed by
+    hand writes the same bytes as one trained whole), then any others, sorted."""
+    return ([s for s in suite_seeds if s in summaries]
+            + sorted(s for s in summaries if s not in suite_seeds))
 
 
 def cell_position(cells: list[tuple[str, str, str]], experiment: str, algorithm: str

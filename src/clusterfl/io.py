@@ -4,7 +4,7 @@ and the content checksums recorded in written files and checked when they are re
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,11 +15,36 @@ import yaml
 from clusterfl.errors import UserError
 
 
+def temporary_file(directory: Path, prefix: str, suffix: str = "") -> Path:
+    """A new empty file `<prefix><random><suffix>` in `directory`, with the mode the process
+    umask gives a new file (0644 under umask 022): unlike `tempfile.mkstemp`'s 0600, so that
+    a result swapped in from it can be served and shared like any file the user writes."""
+    for _ in range(100):
+        tmp = directory / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"{directory}: no free name {prefix}*{suffix}")
+
+
+def temporary_dir(directory: Path, prefix: str) -> Path:
+    """A new empty directory `<prefix><random>` in `directory`, with the mode the process
+    umask gives (0755 under umask 022), unlike `tempfile.mkdtemp`'s 0700."""
+    for _ in range(100):
+        tmp = directory / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            tmp.mkdir(mode=0o777)
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"{directory}: no free name {prefix}*")
+
+
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    tmp = temporary_file(path.parent, f".{path.name}.", ".tmp")
     try:
         write(tmp)
         os.replace(tmp, path)

@@ -1,6 +1,7 @@
 """Test helpers: seed histories written as the round loop writes them, and a stand-in for
 the loaded suite with just what the report stage reads (`papers`, `suite_cells()`,
-`experiment(name).title`) plus what P2's report reads (`.partition`, `algorithm().method`)."""
+`experiment(name).title`, what its header says: seeds, rounds, data) plus what P2's report
+reads (`.partition`, `algorithm().method`)."""
 
 import json
 from collections.abc import Sequence
@@ -41,12 +42,33 @@ class StandInSuite:
     partitions: dict[str, str] = field(default_factory=dict)  # experiment -> partition
     methods: dict[str, str] = field(default_factory=dict)  # algorithm -> method
     suite: str = "stand-in"
+    # what the report's header says of the suite (`reports.context`)
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    rounds: int = 2  # every experiment's, after the suite's override
+    own_rounds: int | None = None  # every experiment's own `training.rounds`
+    file: Path = Path("suites/stand-in/params.yaml")
 
     def suite_cells(self) -> list[tuple[str, str, str]]:
         return list(self.cells)
 
+    @property
+    def suite_raw(self) -> dict:
+        return {"training": {"rounds": self.rounds}}
+
+    @property
+    def experiments(self) -> dict:
+        own = {} if self.own_rounds is None else {"training": {"rounds": self.own_rounds}}
+        return {e: own for _, e, _ in self.cells}
+
     def experiment(self, name: str) -> SimpleNamespace:
-        return SimpleNamespace(title=f"title of {name}", partition=self.partitions.get(name))
+        return SimpleNamespace(title=f"title of {name}", partition=self.partitions.get(name),
+                               schedule=SimpleNamespace(rounds=self.rounds))
+
+    def partition(self, name: str | None) -> dict:
+        return {"dataset": "digits"}
+
+    def dataset(self, name: str) -> tuple[str, dict]:
+        return "digits", {}
 
     def algorithm(self, name: str) -> SimpleNamespace:
         return SimpleNamespace(method=self.methods.get(name, name))

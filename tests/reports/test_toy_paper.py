@@ -97,7 +97,7 @@ def test_a_toy_paper_package_joins_the_suite_report(tmp_path, toy_package):
     results_md = (tables / "results.md").read_text()
     assert "[Toy paper: k-means without a model](toy.md)" in results_md
     assert ("| toy_grid | kmeans | toy objective | 3.00 (Toy Table 1) | 3.00 ± 0.50 "
-            "| 3.00 ± 0.50 | 2 | +0.00 | 2 |") in results_md
+            "| last round | +0.00 | 3.00 ± 0.50 | 3.00 ± 0.50 | 2 | 2 |  |") in results_md
     assert (tables / "p1.md").exists() and not (tables / "p2.md").exists()  # no P2 cells
     metrics = json.loads((reports / "metrics.json").read_text())
     assert metrics["toy_grid"] == {"kmeans": {"last_toy_objective": 3.0,

@@ -22,12 +22,12 @@ import gzip
 import hashlib
 import os
 import shutil
-import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from clusterfl.errors import UserError
+from clusterfl.io import temporary_file
 
 TIMEOUT_S = 60.0
 
@@ -103,9 +103,7 @@ def fetch(
     target.parent.mkdir(parents=True, exist_ok=True)
     tried = []
     for source in _candidates(resource, mirrors):
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{resource.filename}.", dir=target.parent)
-        os.close(fd)
-        tmp = Path(tmp_name)
+        tmp = temporary_file(target.parent, f".{resource.filename}.")  # the umask's mode
         try:
             _copy_to(source, tmp)
             problem = checksum_problem(resource, tmp)

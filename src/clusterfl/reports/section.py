@@ -37,6 +37,11 @@ class ReportOutput:
     markdown: str  # tables (and figure links) as Markdown, under the paper's heading
     metrics: dict[str, Any] = field(default_factory=dict)  # merged into metrics.json
     figures: list[Path] = field(default_factory=list)  # files written under `figures`
+    # how the section scores its cells against the paper, where not by the last round: per
+    # seed, `runs.seed_rows`-shaped rows whose `last` holds the number; the suite's results
+    # table shows them as `ours` (`results.scored`), labelled `scoring`, so the two agree
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    scoring: str = ""
 
 
 SectionBuilder = Callable[[ReportInput], ReportOutput]

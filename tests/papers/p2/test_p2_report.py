@@ -47,6 +47,9 @@ def test_p2_section_from_a_suites_cells(tmp_path):
         in lines
     assert "| theta0 | 20.0 ± 10.0 (42.2) | 80.0 ± 10.0 (60.6) |" in lines
     assert "| theta1 | 65.0 ± 15.0 (42.7) | 30.0 ± 10.0 (27.0) |" in lines
+    # the off-diagonal gap carries its explanation (references.yaml `note`)
+    assert any(line.startswith("Gap to the paper: where our off-diagonal (losing-center) MSEs "
+                               "exceed the paper's") and "p2-draws" in line for line in lines)
     assert "ifca_p2" not in out.markdown  # records no P2 arrays: in the results table only
     assert "| fedsoft | 20.00 ± 10.00 (0,1) | 30.00 ± 10.00 (1,0) | 4.00 ± 1.00 | 5.00 ± 1.00 " \
         "| 0.20 ± 0.10 |" in lines

@@ -95,3 +95,30 @@ def test_build_reports_the_real_data_table_verdicts_and_figure(tmp_path: Path) -
     assert (tmp_path / "f/p4_real_p4_fmnist_rot.png").exists()
     assert not (tmp_path / "f/p4_fmnist_rot.png").exists()  # no Fig. 1 panel for real data
     assert out.metrics["p4/p4_fmnist_rot/pdl_tc_nn/final_acc"] == 80.0
+
+
+def header_only_tables(markdown: str) -> list[str]:
+    """The Markdown tables of `markdown` that have a header and no row."""
+    tables, current = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append(line)
+            continue
+        if current and len(current) <= 2:
+            tables.append(current[0])
+        current = []
+    return tables
+
+
+def test_the_default_suites_single_cell_gets_a_sentence_not_an_empty_claims_table(tmp_path):
+    """The default suite trains p4_fig1_n100 / pfl_tc alone: no claim can be checked."""
+    results = tmp_path / "results"
+    write(results, "p4_fig1_n100", "pfl_tc", [5.0, 7.0])
+    params = SimpleNamespace(experiment=lambda e: SimpleNamespace(title=f"title {e}"))
+    refs = yaml.safe_load(PAPER.references_file.read_text())
+    out = build(ReportInput(params=params, paper=PAPER, cells=[("p4_fig1_n100", "pfl_tc")],
+                            results=results, partitions=tmp_path, references=refs,
+                            tables=tmp_path / "t", figures=tmp_path / "f"))
+    assert header_only_tables(out.markdown) == []
+    assert ("None of the paper's claims (Sec. 4: below_ifca_grad, lower_variance, sqrt_rate) "
+            "can be checked on this suite's cells") in out.markdown

@@ -87,6 +87,9 @@ def protocol_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 OFFICIAL_VIEW = "local_w"  # the official code's "personalized" model (`evaluated_model: local`)
+# how the suite's results table labels a cell scored by `official_rows`
+OFFICIAL_LABELS = {OFFICIAL_VIEW: "P1 protocol: local w_i, best round",
+                   OWN: "P1 protocol: own model, best round"}
 
 
 def official_rows(rows: Sequence[Mapping[str, Any]], metric: str) -> list[dict[str, Any]]:
@@ -94,7 +97,7 @@ def official_rows(rows: Sequence[Mapping[str, Any]], metric: str) -> list[dict[s
     of the local w_i where the run recorded it, else of the cell's own model (IFCA, FedAvg,
     Local: the best-round part of the protocol applies to every algorithm). As
     `runs.seed_rows` rows, so that `summary_table` and `paper_layout` lay them out like
-    Table 2 (`last` holds that best-round number)."""
+    Table 2 (`last` holds that best-round number), each with its `scored_as` label."""
     chosen: dict[tuple[str, str, int], Mapping[str, Any]] = {}
     for row in rows:
         key = (row["experiment"], row["algorithm"], row["seed"])
@@ -102,4 +105,5 @@ def official_rows(rows: Sequence[Mapping[str, Any]], metric: str) -> list[dict[s
             chosen[key] = row
     return [{"experiment": r["experiment"], "algorithm": r["algorithm"], "seed": r["seed"],
              "metric": metric, "last": r["best"], "best": r["best"],
-             "best_round": r["best_round"]} for r in chosen.values()]
+             "best_round": r["best_round"], "scored_as": OFFICIAL_LABELS[r["view"]]}
+            for r in chosen.values()]

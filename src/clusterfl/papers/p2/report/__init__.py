@@ -98,6 +98,8 @@ class P2Report:
             source = f", paper: {mine.entry['source']}" if own and "source" in mine.entry else ""
             parts.append(f"### {alg}: cluster models on held-out sets{source}\n")
             parts.append(tables.cluster_markdown(names, have, mine))
+            if own and mine is not None and mine.entry.get("note"):  # the gap's explanation
+                parts.append(f"Gap to the paper: {' '.join(str(mine.entry['note']).split())}.\n")
         parts.append("### FedSoft vs baselines (Table 2 shape)\n")
         parts.append(tables.baseline_markdown(self.cells[exp], names, paper))
         return parts

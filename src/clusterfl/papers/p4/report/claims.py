@@ -79,6 +79,11 @@ def claims_section(final: Finals, sweeps: Mapping[str, Any],
             rows.append(("lower_variance", f"{name} (initial weights)", *got))
     if "fig2" in sweeps and (got := rate(final, sweeps["fig2"])):
         rows.append(("sqrt_rate", "p4_fig2_*", *got))
+    if not rows:  # a sentence, not a table with a header alone
+        return [f"None of the paper's claims (Sec. 4: {', '.join(text) or 'none listed'}) can "
+                f"be checked on this suite's cells: they need {', '.join(FIG1)} with "
+                f"{', '.join(OURS)} and IFCA(grad) / IFCA(model), the initial-scale sweeps or "
+                "the p4_fig2_* sweep, which the `paper` suite trains."]
     lines = ["The paper's claims (Sec. 4) against our runs:", ""]
     lines += ["| claim | paper | experiment | ours | verdict |", "|---|---|---|---|---|"]
     lines += [f"| {k} | {text.get(k, '')} | {e} | {n} | {v} |" for k, e, n, v in rows]
