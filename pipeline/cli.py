@@ -4,6 +4,7 @@ DVC runs exactly these commands (see dvc.yaml), so a stage run by hand is the sa
 User errors print one line and exit with status 2; nothing half-written is left behind.
 """
 
+import math
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -424,24 +425,35 @@ def ui(
 def compare(
     a: Annotated[Path, typer.Argument(help="A results tree, e.g. results/default.")],
     b: Annotated[Path, typer.Argument(help="Another results tree.")],
-    tolerance: Annotated[float, typer.Option(help="Largest difference counted as equal.")] = 0.0,
+    tolerance: Annotated[float, typer.Option(
+        help="Largest difference counted as equal (>= 0).")] = 0.0,
+    subset: Annotated[bool, typer.Option(
+        "--subset", help="B may hold histories A lacks (e.g. a reference of one paper "
+                         "against a whole suite's results); every history of A must still "
+                         "be in B.")] = False,
 ) -> None:
-    """Compare every seed history two result trees share; exit 1 if any number differs."""
+    """Compare every seed history of two result trees; exit 1 if any number differs or a
+    history is in one tree only (with --subset: missing from B)."""
     from pipeline.compare import compare as run_compare
+    from pipeline.compare import unmatched
 
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise UserError(f"--tolerance: must be a finite number >= 0, got {tolerance}")
     for path in (a, b):
         if not path.is_dir():
             raise UserError(f"{path}: not a directory")
     rows = run_compare(a, b)
+    compared = [r for r in rows if "missing" not in r]
+    missing = unmatched(rows, subset, a, b)
+    if not compared and not missing:  # empty trees: a pass would check nothing
+        raise UserError(f"nothing to compare: no seed history (history.json) in {a}"
+                        + ("" if subset else f" or {b}"))
     table = Table(title=f"{a} vs {b}")
     for col in ("history", "rounds", "metrics", "max metric diff", "arrays", "max array diff",
                 "only in one"):
         table.add_column(col)
     differ = 0
-    for r in rows:
-        if "missing" in r:
-            console.print(f"[yellow]in one tree only:[/yellow] {', '.join(r['missing'])}")
-            continue
+    for r in compared:
         bad = (max(r["max_metric_diff"], r["max_array_diff"]) > tolerance
                or r["rounds"][0] != r["rounds"][1])
         differ += bad
@@ -450,10 +462,14 @@ def compare(
                       f"{r['max_array_diff']:.3g}",
                       " ".join(r["only_a"] + r["only_b"]), style="red" if bad else None)
     Console().print(table)
-    compared = sum("missing" not in r for r in rows)
-    console.print(f"{compared - differ} of {compared} histories in both trees equal "
-                  f"(tolerance {tolerance})")
-    if differ:
+    for side, names in missing.items():
+        console.print(f"[red]only in {side}:[/red] {len(names)} histories: "
+                      f"{', '.join(names)}", highlight=False, soft_wrap=True)
+    console.print(f"{len(compared) - differ} of {len(compared)} histories in both trees equal "
+                  f"(tolerance {tolerance})"
+                  + "".join(f"; {len(n)} only in {side}" for side, n in missing.items()),
+                  highlight=False, soft_wrap=True)
+    if differ or missing:
         raise typer.Exit(1)
 
 
