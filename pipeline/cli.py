@@ -4,6 +4,7 @@ DVC runs exactly these commands (see dvc.yaml), so a stage run by hand is the sa
 User errors print one line and exit with status 2; nothing half-written is left behind.
 """
 
+import errno
 import math
 import sys
 from collections.abc import Callable
@@ -37,12 +38,18 @@ ParamsOpt = Annotated[Path | None, typer.Option(
 SuiteOpt = Annotated[str, typer.Option(
     "--suite", "-s", help="The suite: `default` (params.yaml) or a folder of suites/.")]
 ThreadsOpt = Annotated[int | None, typer.Option(
-    "--threads", help="torch threads for this process (default: CLUSTERFL_THREADS or torch's).")]
+    "--threads", help="torch threads for this process, >= 1 (default: CLUSTERFL_THREADS or "
+                    "torch's).")]
 DeviceOpt = Annotated[str, typer.Option(
     help="torch device: cpu, cuda, or auto (cuda where one is available).")]
 JobsOpt = Annotated[int | None, typer.Option(
-    help="Train this many runs (seeds or grid points) at once, each in its own process with "
-         "cores/jobs threads (default: CLUSTERFL_JOBS or 1).")]
+    help="Train this many runs (seeds or grid points) at once, >= 1, each in its own process "
+         "with cores/jobs threads (default: CLUSTERFL_JOBS or 1).")]
+
+
+# a read-only output directory (or disk): the user's to fix, like a bad params value; every
+# write is atomic (clusterfl.io, pipeline.common.output_dir), so none is left half-written
+UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC}
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -57,12 +64,30 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if isinstance(err, CorruptFile):
                 from pipeline.common import rebuild_command
 
-                command = rebuild_command(err.path)
+                command = rebuild_command(err.path, _own_file(kwargs.get("params")))
                 message += f"; rebuild it with `{command}`" if command else ""
             console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(getattr(err, "exit_code", 2)) from None
+        except OSError as err:
+            if err.errno not in UNWRITABLE:  # anything else is a bug: its traceback helps
+                raise
+            console.print(f"[red]error:[/red] {err.filename or ''}: cannot write "
+                          f"({err.strerror}); nothing was changed there", highlight=False,
+                          soft_wrap=True)
+            raise typer.Exit(2) from None
 
     return wrapper
+
+
+def _own_file(params: Path | None) -> Path | None:
+    """A -p file that `--suite` cannot name (not params.yaml nor suites/<name>/params.yaml
+    here), so that hints say `-p FILE` instead of an unknown suite; else None."""
+    if params is None:
+        return None
+    where = params.resolve()
+    named = (where == Path("params.yaml").resolve()
+             or (where.name == "params.yaml" and where.parent.parent == Path("suites").resolve()))
+    return None if named else params
 
 
 def _suite_file(params: Path | None, suite: str) -> Path:
@@ -131,7 +156,14 @@ def train(
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    stage.run(experiment, algorithm, _suite_file(params, suite), console, seeds=seed,
+    path = _suite_file(params, suite)
+    if seed:  # a seed the partition stage never made: say how to make it
+        from clusterfl.config import load_params
+        from pipeline.partition import require_seeds
+
+        loaded = load_params(path, load=())
+        require_seeds(loaded, loaded.experiment(experiment).partition, seed)
+    stage.run(experiment, algorithm, path, console, seeds=seed,
               track=track, engine=engine, workers=jobs, threads=threads,
               device=resolve_device(device), picks=picks)
 
@@ -141,7 +173,9 @@ def train(
 def tune(
     experiment: Annotated[str, typer.Argument(help="A name under a paper's `experiments:`.")],
     algorithm: Annotated[str, typer.Argument(help="A name under that paper's `algorithms:`.")],
-    suite: SuiteOpt = "benchmark",
+    suite: Annotated[str, typer.Option(
+        "--suite", "-s", help="A suite with a `tuning` grid: `benchmark` or a folder of "
+                              "suites/ that extends it.")] = "benchmark",
     params: ParamsOpt = None,
     threads: ThreadsOpt = None,
     jobs: JobsOpt = None,
@@ -232,12 +266,33 @@ def report(
 
 
 
-SuiteArg = Annotated[str, typer.Argument(
-    help="The suite: `default` (params.yaml) or a folder of suites/.")]
+# `plan`, `reproduce` and `leaderboard` took the suite as an argument; every command takes
+# --suite now, and the argument is still read (with a warning) for one release
+SuiteArg = Annotated[str | None, typer.Argument(
+    metavar="[SUITE]", help="Deprecated: use --suite.", show_default=False)]
+SuiteChoice = Annotated[str | None, typer.Option(
+    "--suite", "-s", help="The suite: `default` (params.yaml) or a folder of suites/ "
+                          "[default: default].", show_default=False)]
+
+
+def _suite_name(command: str, positional: str | None, option: str | None,
+                default: str = "default") -> str:
+    """--suite, or the deprecated positional suite with a warning; both and unequal: an
+    error."""
+    if positional is None:
+        return option or default
+    if option is not None and option != positional:
+        raise UserError(f"{command}: the suite is given twice ({positional!r} and --suite "
+                        f"{option}); give --suite alone")
+    console.print(f"[yellow]warning:[/yellow] `clusterfl {command} {positional}` is "
+                  f"deprecated and will be removed in the next release; use `clusterfl "
+                  f"{command} --suite {positional}`", highlight=False, soft_wrap=True)
+    return positional
 PaperOpt = Annotated[str | None, typer.Option(
     help="Only this paper's cells of the suite (e.g. p5).")]
 PlanJobsOpt = Annotated[int | None, typer.Option(
-    help="Seeds trained at once (CLUSTERFL_JOBS of the repro; default: CLUSTERFL_JOBS or 1).")]
+    help="Seeds trained at once, >= 1 (CLUSTERFL_JOBS of the repro; default: CLUSTERFL_JOBS "
+         "or 1).")]
 ProbeOpt = Annotated[bool, typer.Option(
     help="Time a cell without timings in logs/ by training 2 rounds of its first seed "
          "(cached in logs/<suite>/probes.json); --no-probe runs no new probe (a cell "
@@ -245,12 +300,9 @@ ProbeOpt = Annotated[bool, typer.Option(
 
 
 def _jobs(jobs: int | None) -> int:
-    import os
+    from clusterfl.options import count
 
-    jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
-    if jobs < 1:
-        raise UserError(f"--jobs: must be >= 1, got {jobs}")
-    return jobs
+    return count("--jobs", jobs, "CLUSTERFL_JOBS") or 1
 
 
 def _print_plan(made: Any) -> None:
@@ -271,7 +323,8 @@ def _print_plan(made: Any) -> None:
 @app.command()
 @user_errors
 def plan(
-    suite: SuiteArg = "default",
+    suite_arg: SuiteArg = None,
+    suite: SuiteChoice = None,
     paper: PaperOpt = None,
     jobs: PlanJobsOpt = None,
     probe: ProbeOpt = True,
@@ -289,7 +342,8 @@ def plan(
     from pipeline import plan as planning
     from pipeline.common import SuitePaths
 
-    made = planning.make(_suite_file(params, suite), _jobs(jobs), paper, probe, console)
+    name = _suite_name("plan", suite_arg, suite)
+    made = planning.make(_suite_file(params, name), _jobs(jobs), paper, probe, console)
     if write:
         written = planning.write(made, SuitePaths(made.suite))
         console.print(f"wrote {written}", highlight=False)
@@ -302,7 +356,8 @@ def plan(
 @app.command()
 @user_errors
 def reproduce(
-    suite: SuiteArg = "default",
+    suite_arg: SuiteArg = None,
+    suite: SuiteChoice = None,
     paper: PaperOpt = None,
     jobs: PlanJobsOpt = None,
     probe: ProbeOpt = True,
@@ -319,6 +374,7 @@ def reproduce(
     from pipeline.render import dvc_file
     from pipeline.render import run as render_all
 
+    suite = _suite_name("reproduce", suite_arg, suite)
     path, jobs = _suite_file(None, suite), _jobs(jobs)
     for written in render_all(Path("."), only=[suite]):
         console.print(f"wrote {written}", highlight=False)
@@ -361,19 +417,23 @@ def render(
 @app.command()
 @user_errors
 def leaderboard(
-    suite: Annotated[str, typer.Argument(
-        help="A suite whose grid names benchmark schemes, e.g. one that extends `benchmark` "
-             "with your algorithm (suites/my_method).")] = "benchmark",
+    suite_arg: SuiteArg = None,
+    suite: Annotated[str | None, typer.Option(
+        "--suite", "-s", help="A suite whose grid names benchmark schemes, e.g. one that "
+                              "extends `benchmark` with your algorithm (suites/my_method) "
+                              "[default: benchmark].", show_default=False)] = None,
     run: Annotated[bool, typer.Option(
-        "--run/--no-run", help="Reproduce the suite through DVC first (--no-run: print the "
-                               "last report's leaderboard).")] = True,
+        "--run/--no-run", help="Tune and train the suite through DVC first (hours: the "
+                               "benchmark is ~3 h on 2 cores). Without it nothing is trained: "
+                               "the last report's leaderboard, else the committed "
+                               "reference's.")] = False,
 ) -> None:
-    """Tune and train a suite's cells through DVC (`dvc repro`), then print its leaderboard
-    with the suite's own algorithms marked: your method ranked beside the baselines."""
+    """Print a suite's leaderboard with its own algorithms marked: your method ranked beside
+    the baselines; with --run, tune and train its cells through DVC (`dvc repro`) first."""
     from clusterfl.config import load_params
     from pipeline import leaderboard as stage
 
-    path = _suite_file(None, suite)
+    path = _suite_file(None, _suite_name("leaderboard", suite_arg, suite, "benchmark"))
     Console().print(stage.run(load_params(path), Path("."), console, execute=run))
 
 

@@ -14,6 +14,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusterfl.errors import UserError
+
+if TYPE_CHECKING:
+    from clusterfl.config import SuiteConfig
 
 
 @dataclass(frozen=True)
@@ -85,16 +91,33 @@ def remove_stale_temporaries(final: Path) -> list[Path]:
     return removed
 
 
-def rebuild_command(path: str | Path) -> str | None:
+def suite_flag(params: "SuiteConfig") -> str:
+    """How a hint names the suite of `params`: `--suite NAME` where that option finds its
+    file, else `-p FILE` (a suite file of your own: `--suite` would name an unknown suite)."""
+    from clusterfl.io import shown
+    from clusterfl.suite import suite_file
+
+    named = suite_file(params.suite)
+    if named.exists() and named.resolve() == params.file.resolve():
+        return f"--suite {params.suite}"
+    return f"-p {shown(params.file)}"
+
+
+def rebuild_command(path: str | Path, params_file: Path | None = None) -> str | None:
     """The command that rebuilds a file of a suite's outputs (`SuitePaths`' layout), from
-    its path alone; None for a path outside that layout."""
+    its path alone (with `-p params_file` where the suite came from a file given so); None
+    for a path outside that layout."""
     parts = Path(path).parts
+
+    def flag(suite: str) -> str:
+        return f"--suite {suite}" if params_file is None else f"-p {params_file}"
+
     if len(parts) >= 5 and parts[-5] == "data" and parts[-3] == "raw":
-        return f"clusterfl download {parts[-2]} --suite {parts[-4]}"
+        return f"clusterfl download {parts[-2]} {flag(parts[-4])}"
     if len(parts) >= 5 and parts[-5] == "data" and parts[-3] == "partitions":
-        return f"clusterfl partition {parts[-2]} --suite {parts[-4]}"
+        return f"clusterfl partition {parts[-2]} {flag(parts[-4])}"
     if len(parts) >= 6 and parts[-6] == "results" and parts[-2].startswith("seed"):
-        return f"clusterfl train {parts[-4]} {parts[-3]} --suite {parts[-5]}"
+        return f"clusterfl train {parts[-4]} {parts[-3]} {flag(parts[-5])}"
     return None
 
 
@@ -106,9 +129,13 @@ def output_dir(final: Path) -> Iterator[Path]:
     failed stage leaves no half-written output behind; one a killed process left behind is
     removed the next time (the name carries the writer's pid).
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(final)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=final.parent))
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(final)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=final.parent))
+    except OSError as err:  # a read-only results/ or reports/: nothing was written yet
+        raise UserError(f"{err.filename or final.parent}: cannot write {final} "
+                        f"({err.strerror})") from None
     try:
         yield tmp
     except BaseException:

@@ -5,6 +5,8 @@ dataclass; this is the one place that checks a params mapping against it.
 """
 
 import dataclasses
+import math
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -23,9 +25,13 @@ def _check_type(key: str, value: Any, annotation: Any) -> Any:
         annotation = next(a for a in typing.get_args(annotation) if a is not type(None))
         origin = typing.get_origin(annotation)
     if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise UserError(f"{key}: must be a finite number, got {value!r}")
         return float(value)
     if annotation is int and isinstance(value, int) and not isinstance(value, bool):
         return value
+    if annotation is int and isinstance(value, float) and value.is_integer():
+        return int(value)  # `rounds: 1e3` (YAML 1.2 reads it as a float)
     if annotation is bool and isinstance(value, bool):
         return value
     if annotation is str and isinstance(value, str):
@@ -63,3 +69,22 @@ def require(condition: bool, key: str, message: str) -> None:
     """Raise a one-line `UserError` for `key` unless `condition` holds."""
     if not condition:
         raise UserError(f"{key}: {message}")
+
+
+def count(key: str, value: int | None, env: str) -> int | None:
+    """A count of processes or threads: `value` (the option `key`, e.g. --jobs) if given, else
+    the environment variable `env` if set, else None (the caller's default). Either must be an
+    integer >= 1: 0 is no count, and a typo in the environment is one line, not int()'s
+    traceback."""
+    if value is None:
+        text = os.environ.get(env, "").strip()
+        if not text:
+            return None
+        try:
+            value = int(text)
+        except ValueError:
+            raise UserError(f"{env}: expected an integer >= 1, got {text!r}") from None
+        key = env
+    if value < 1:
+        raise UserError(f"{key}: must be an integer >= 1, got {value}")
+    return value
