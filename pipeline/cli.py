@@ -159,7 +159,7 @@ def train(
     path = _suite_file(params, suite)
     if seed:  # a seed the partition stage never made: say how to make it
         from clusterfl.config import load_params
-        from pipeline.partition import require_seeds
+        from pipeline.common import require_seeds
 
         loaded = load_params(path, load=())
         require_seeds(loaded, loaded.experiment(experiment).partition, seed)

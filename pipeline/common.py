@@ -10,7 +10,7 @@ checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoi
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,3 +144,17 @@ def output_dir(final: Path) -> Iterator[Path]:
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
+
+
+def require_seeds(params: "SuiteConfig", partition: str, seeds: Iterable[int]) -> None:
+    """A seed outside `suite.seeds` has no partition file (the partition stage makes the
+    suite's seeds only): a one-line error naming the edit and the command that make it."""
+    from clusterfl.io import shown
+
+    paths = SuitePaths(params.home)
+    for seed in seeds:
+        if seed not in params.seeds and not paths.partition_file(partition, seed).exists():
+            raise UserError(
+                f"--seed {seed}: not among suite.seeds {list(params.seeds)} of "
+                f"{shown(params.file)}, the seeds `clusterfl partition {partition} "
+                f"{suite_flag(params)}` makes; add {seed} to suite.seeds there, then run it")

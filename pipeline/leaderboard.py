@@ -87,7 +87,7 @@ def run(params: SuiteConfig, root: Path, console: Console, execute: bool = False
     if not execute and not path.exists() and reference.exists():
         lacks = (f"; it lacks this suite's own {', '.join(sorted(own))}" if own else "")
         console.print(f"note: no report of suite {params.suite!r} here: the committed "
-                      f"reference leaderboard ({reference.parent.parent}){lacks}; "
+                      f"reference leaderboard ({reference.parents[2]}){lacks}; "
                       f"`clusterfl leaderboard --suite {params.suite} --run` trains the "
                       "suite (hours)", highlight=False, soft_wrap=True)
         return board(reference, own, params.suite)

@@ -6,7 +6,6 @@ An entry with `validation_fraction` (the benchmark's protocol, docs/benchmark.md
 `clusterfl.partition.validation`.
 """
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from clusterfl.config import VALIDATION_KEY, SuiteConfig, load_params
+from clusterfl.config import VALIDATION_KEY, load_params
 from clusterfl.data import Dataset, load_dataset
 from clusterfl.errors import UserError
-from clusterfl.io import atomic_write_text, shown
+from clusterfl.io import atomic_write_text
 from clusterfl.partition import Partition, build_partition, save_partition
 from clusterfl.partition.report import plot_partition, summarize_partition
 from clusterfl.partition.validation import carve_validation
@@ -69,14 +68,3 @@ def run(name: str, params_path: Path, console: Console) -> None:
     # create; an empty folder keeps its report (a list of the partitions) runnable.
     paths.results.mkdir(parents=True, exist_ok=True)
 
-
-def require_seeds(params: SuiteConfig, partition: str, seeds: Iterable[int]) -> None:
-    """A seed outside `suite.seeds` has no partition file (the partition stage makes the
-    suite's seeds only): a one-line error naming the edit and the command that make it."""
-    paths = SuitePaths(params.home)
-    for seed in seeds:
-        if seed not in params.seeds and not paths.partition_file(partition, seed).exists():
-            raise UserError(
-                f"--seed {seed}: not among suite.seeds {list(params.seeds)} of "
-                f"{shown(params.file)}, the seeds `clusterfl partition {partition} "
-                f"{suite_flag(params)}` makes; add {seed} to suite.seeds there, then run it")

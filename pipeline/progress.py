@@ -94,7 +94,8 @@ def progress_line(suite: str, plan: dict[str, Any], done: dict[str, float],
 
 def no_plan_line(suite: str, with_results: int, total: int) -> str:
     return (f"suite {suite}: {with_results} of {total} cells have results (no plan: "
-            f"`clusterfl plan {suite} --write` before `dvc repro` adds elapsed time and ETA)")
+            f"`clusterfl plan --suite {suite} --write` before `dvc repro` adds elapsed time "
+            "and ETA)")
 
 
 def read_plan(paths: SuitePaths) -> dict[str, Any] | None:

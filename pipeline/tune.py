@@ -45,8 +45,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
                           if VALIDATION_KEY in params.partition(params.experiment(e).partition)})
         raise UserError(f"{experiment}: its partition {exp.partition!r} has no "
                         f"{VALIDATION_KEY} (suite {params.suite!r}, {shown(params.file)}); "
-                        f"tuning needs a validation split: tune one of suite "
-                        f"{params.suite!r}'s {', '.join(tunable) or '(none)'}")
+                        f"tuning needs a validation split; the suite's experiments with one: "
+                        f"{', '.join(tunable) or '(none)'}")
     if not set(tuning.seeds) <= set(params.seeds):
         raise UserError(f"{params.file}:suite.tuning.seeds: {list(tuning.seeds)} must be among "
                         f"suite.seeds {params.seeds} (their partitions are the ones written)")

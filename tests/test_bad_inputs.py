@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from clusterfl.config import load_params
 from clusterfl.errors import UserError
 from clusterfl.io import read_yaml
-from clusterfl.memory import require_fits
 from pipeline.cli import app
 from tests.workspace import cli_in_process
 
@@ -91,6 +90,8 @@ def test_a_dataset_too_large_for_memory_is_refused_before_anything_is_allocated(
     _one_line_error(result, "datasets.p1_synthetic.clients_per_cluster: 300000000000 clients",
                     "PiB of memory, more than the")
     assert not (tmp_path / "data").exists()
+    from clusterfl.options import require_fits
+
     with pytest.raises(UserError, match=r"^k: 3 rows needs at least 2 KiB of memory, more "
                                         r"than the 1 KiB available here; lower it$"):
         require_fits("k", 2048, "3 rows", available=1024)

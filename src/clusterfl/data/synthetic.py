@@ -52,8 +52,7 @@ from typing import Literal
 import numpy as np
 
 from clusterfl.data.dataset import Dataset
-from clusterfl.memory import FLOAT64, require_fits
-from clusterfl.options import require
+from clusterfl.options import FLOAT64, require, require_fits
 
 MIN_SIZE = 50  # samples of the smallest client: lognormal(4, 2) + 50
 
