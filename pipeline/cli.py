@@ -71,9 +71,9 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except OSError as err:
             if err.errno not in UNWRITABLE:  # anything else is a bug: its traceback helps
                 raise
-            console.print(f"[red]error:[/red] {err.filename or ''}: cannot write "
-                          f"({err.strerror}); nothing was changed there", highlight=False,
-                          soft_wrap=True)
+            where = f"{err.filename}: " if err.filename else ""
+            console.print(f"[red]error:[/red] {where}cannot write ({err.strerror}); nothing "
+                          "was changed there", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None
 
     return wrapper
@@ -156,13 +156,14 @@ def train(
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    path = _suite_file(params, suite)
-    if seed:  # a seed the partition stage never made: say how to make it
-        from clusterfl.config import load_params
-        from pipeline.common import require_seeds
+    from clusterfl.config import load_params
+    from pipeline.common import SuitePaths, require_seeds, require_writable
 
-        loaded = load_params(path, load=())
+    path = _suite_file(params, suite)
+    loaded = load_params(path, load=())
+    if seed:  # a seed the partition stage never made: say how to make it
         require_seeds(loaded, loaded.experiment(experiment).partition, seed)
+    require_writable(SuitePaths(loaded.home).cell_dir(experiment, algorithm))
     stage.run(experiment, algorithm, path, console, seeds=seed,
               track=track, engine=engine, workers=jobs, threads=threads,
               device=resolve_device(device), picks=picks)

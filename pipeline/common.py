@@ -121,6 +121,17 @@ def rebuild_command(path: str | Path, params_file: Path | None = None) -> str | 
     return None
 
 
+def require_writable(path: Path) -> None:
+    """A one-line error before hours of work whose output `path` could not be written: its
+    nearest existing folder is read-only (a read-only mount, or no write permission)."""
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"{folder}: not writable, and {path} is written there; nothing was "
+                        "run")
+
+
 @contextmanager
 def output_dir(final: Path) -> Iterator[Path]:
     """Write a stage's outputs into a temporary sibling, then swap it in whole.
@@ -134,8 +145,8 @@ def output_dir(final: Path) -> Iterator[Path]:
         remove_stale_temporaries(final)
         tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=final.parent))
     except OSError as err:  # a read-only results/ or reports/: nothing was written yet
-        raise UserError(f"{err.filename or final.parent}: cannot write {final} "
-                        f"({err.strerror})") from None
+        raise UserError(f"{final}: cannot write it ({err.strerror}); nothing was "
+                        "changed") from None
     try:
         yield tmp
     except BaseException:

@@ -135,13 +135,27 @@ def test_an_unwritable_output_directory_is_one_line_and_writes_nothing(tmp_path,
 
     monkeypatch.setattr(tempfile, "mkdtemp", refused)
     line = _one_line_error(_cli(tmp_path, "download", "p4_threshold", "-p", "params.yaml"),
-                           "cannot write data/default/raw/p4_threshold (Permission denied)")
+                           "data/default/raw/p4_threshold: cannot write it (Permission denied)")
     assert "Traceback" not in line and not list((tmp_path / "data").rglob("*.npz"))
     monkeypatch.undo()
     monkeypatch.setattr(tempfile, "mkstemp", refused)  # an atomic write of one file in it
     _one_line_error(_cli(tmp_path, "download", "p4_threshold", "-p", "params.yaml"),
                     "cannot write (Permission denied); nothing was changed there")
     assert not list((tmp_path / "data").rglob("*.npz"))
+
+
+def test_train_into_a_read_only_results_folder_stops_before_training(tmp_path, monkeypatch):
+    import os
+
+    (tmp_path / "params.yaml").write_text(TEXT)
+    (tmp_path / "results").mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: (
+        False if Path(path) == Path("results") else real(path, mode)))
+    _one_line_error(_cli(tmp_path, "train", "p1_synthetic_mlr", "fedavg", "--no-track",
+                         "-p", "params.yaml"),
+                    "results: not writable, and results/default/p1_synthetic_mlr/fedavg is "
+                    "written there; nothing was run")
 
 
 def test_a_seed_outside_the_suite_names_the_command_that_makes_it(tmp_path):
