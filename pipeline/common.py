@@ -128,8 +128,8 @@ def require_writable(path: Path) -> None:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if not os.access(folder, os.W_OK):
-        raise UserError(f"{folder}: not writable, and {path} is written there; nothing was "
-                        "run")
+        inside = "" if folder == path else f", and {path} is written there"
+        raise UserError(f"{folder}: not writable{inside}; nothing was run")
 
 
 @contextmanager
