@@ -297,8 +297,8 @@ def test_plan_lists_dvcs_stale_cells_with_costs_from_logs_or_a_cached_probe(work
 def test_reproduce_one_paper_trains_its_cells_alone_and_prints_the_suite_progress(workspace):
     ws, env = workspace
     _timings(ws)  # the plan's estimate of P1's cell: 4 s
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "reproduce", "default",
-                           "--paper", "p1", "--no-probe"], cwd=ws, env=env,
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "reproduce", "--suite",
+                           "default", "--paper", "p1", "--no-probe"], cwd=ws, env=env,
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
