@@ -181,3 +181,17 @@ def test_hints_of_a_suite_file_of_your_own_say_p_file_not_an_unknown_suite(tmp_p
                                     *(["--no-track"] if args[0] == "train" else [])),
                                "run `clusterfl download p1_synthetic -p mine.yaml` first")
         assert "--suite mine" not in line
+
+
+def test_a_damaged_file_of_a_suite_file_of_your_own_is_rebuilt_with_p_file(tmp_path):
+    mine = yaml.safe_load(TEXT.replace("clients_per_cluster: 20   #",
+                                       "clients_per_cluster: 3   #", 1))
+    mine["suite"]["name"] = "mine"
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(mine, sort_keys=False))
+    cli_in_process(tmp_path, "download", "p1_synthetic", params="mine.yaml")
+    cli_in_process(tmp_path, "partition", "p1_synthetic", params="mine.yaml")
+    (tmp_path / "data/mine/partitions/p1_synthetic/seed0.npz").write_bytes(b"garbage")
+    _one_line_error(_cli(tmp_path, "train", "p1_synthetic_mlr", "fedavg", "--no-track",
+                         "-p", "mine.yaml"),
+                    "data/mine/partitions/p1_synthetic/seed0.npz: ",
+                    "; rebuild it with `clusterfl partition p1_synthetic -p mine.yaml`")
