@@ -68,6 +68,11 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
                 message += f"; rebuild it with `{command}`" if command else ""
             console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(getattr(err, "exit_code", 2)) from None
+        except MemoryError as err:  # a size the checks before allocating did not foresee
+            console.print(f"[red]error:[/red] out of memory ({err or type(err).__name__}); "
+                          "lower the sizes in the params file", highlight=False,
+                          soft_wrap=True)
+            raise typer.Exit(2) from None
         except OSError as err:
             if err.errno not in UNWRITABLE:  # anything else is a bug: its traceback helps
                 raise

@@ -75,6 +75,25 @@ def test_an_exponent_without_a_dot_is_a_float_as_in_yaml_1_2(tmp_path):
     assert (schedule.lr, schedule.rounds) == (0.01, 10)
     assert read_yaml(_file(tmp_path, TRAINING, "training: {lr: 1E+30}"))["suite"][
         "training"]["lr"] == 1e30
+    quoted = _file(tmp_path, TRAINING, "training: {rounds: 30, lr: '1e30'}", "quoted.yaml")
+    with pytest.raises(UserError, match=r"suite\.training\.lr: expected float, got '1e30' "
+                                        r"\(a string: write the number without quotes\)$"):
+        load_params(quoted)
+
+
+def test_running_out_of_memory_anyway_is_one_line(tmp_path, monkeypatch):
+    """The backstop behind the size checks: numpy's `_ArrayMemoryError` is a MemoryError."""
+    import numpy as np
+
+    (tmp_path / "params.yaml").write_text(TEXT)
+
+    def too_big(*args, **kwargs):
+        raise MemoryError("Unable to allocate 2.18 TiB for an array")
+
+    monkeypatch.setattr(np, "repeat", too_big)
+    _one_line_error(_cli(tmp_path, "download", "p1_synthetic", "-p", "params.yaml"),
+                    "error: out of memory (Unable to allocate 2.18 TiB for an array); lower "
+                    "the sizes in the params file")
 
 
 @pytest.mark.parametrize("rounds", ["1000000000000", "1e12"])

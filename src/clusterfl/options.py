@@ -45,7 +45,14 @@ def _check_type(key: str, value: Any, annotation: Any) -> Any:
             return value
         raise UserError(f"{key}: {value!r} is not allowed; allowed: {', '.join(map(str, allowed))}")
     name = getattr(annotation, "__name__", str(annotation))
-    raise UserError(f"{key}: expected {name}, got {value!r}")
+    quoted = ""
+    if annotation in (int, float) and isinstance(value, str):
+        try:
+            float(value)
+            quoted = " (a string: write the number without quotes)"
+        except ValueError:
+            pass
+    raise UserError(f"{key}: expected {name}, got {value!r}{quoted}")
 
 
 def build_options(cls: type[T], mapping: Mapping[str, Any] | None, key: str) -> T:
