@@ -127,12 +127,14 @@ def test_a_dataset_too_large_for_memory_is_refused_before_anything_is_allocated(
      "CLUSTERFL_THREADS: expected an integer >= 1, got 'two'"),
     (["plan", "--jobs", "0"], {}, "--jobs: must be an integer >= 1, got 0"),
     (["plan"], {"CLUSTERFL_JOBS": "abc"}, "CLUSTERFL_JOBS: expected an integer >= 1"),
+    (["sweep", "--executor", "process", "--cpus", "0"], {},
+     "--cpus: must be an integer >= 1, got 0"),
 ])
 def test_zero_or_garbage_counts_are_one_line(tmp_path, args, env, message):
     """0 threads or jobs was taken as "the default" while -1 was an error: both are errors
     now, the same way, and so is a typo in the variables that set them."""
     (tmp_path / "params.yaml").write_text(TEXT)
-    _one_line_error(_cli(tmp_path, *args, "--no-track" if args[0] == "train" else "--no-probe",
+    _one_line_error(_cli(tmp_path, *args, "--no-probe" if args[0] == "plan" else "--no-track",
                          env={"MLFLOW_TRACKING_URI": f"file://{tmp_path}/mlruns", **env}),
                     message)
     assert not (tmp_path / "results").exists()
@@ -214,3 +216,10 @@ def test_a_damaged_file_of_a_suite_file_of_your_own_is_rebuilt_with_p_file(tmp_p
                          "-p", "mine.yaml"),
                     "data/mine/partitions/p1_synthetic/seed0.npz: ",
                     "; rebuild it with `clusterfl partition p1_synthetic -p mine.yaml`")
+
+
+def test_the_progress_hint_of_a_suite_file_of_your_own_says_p():
+    from pipeline.progress import no_plan_line
+
+    assert "`clusterfl plan -p <its params file> --write`" in no_plan_line("mine", 1, 2, False)
+    assert "`clusterfl plan --suite paper --write`" in no_plan_line("paper", 1, 2)

@@ -125,6 +125,8 @@ def test_progress_line_scales_the_estimates_left_by_how_the_done_cells_went():
 
 def test_suite_progress_counts_only_cells_finished_after_the_plan(tmp_path):
     paths = SuitePaths("s", tmp_path)
+    (tmp_path / "suites/s").mkdir(parents=True)  # `--suite s` names it: hints say so
+    (tmp_path / "suites/s/params.yaml").write_text("")
     cells = [("e1", "a"), ("e2", "a"), ("e3", "a")]
     (paths.cell_dir("e2", "a")).mkdir(parents=True)
     (paths.cell_dir("e2", "a") / "summary.json").write_text("{}")

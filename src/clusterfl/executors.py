@@ -41,6 +41,7 @@ def choose_executor(kind: str | None = None, *, jobs: int | None = None,
         workers = min(jobs, jobs if runs is None else runs)
         executor: Executor = SerialExecutor() if workers <= 1 else ProcessExecutor(workers)
         return executor, resolve_device(device)
+    cpus = count("--cpus", cpus)  # 0 is an error, as for --jobs and --threads
     if kind == "ray":
         from clusterfl.ray_executor import RayExecutor
 

@@ -78,13 +78,13 @@ def require(condition: bool, key: str, message: str) -> None:
         raise UserError(f"{key}: {message}")
 
 
-def count(key: str, value: int | None, env: str) -> int | None:
+def count(key: str, value: int | None, env: str | None = None) -> int | None:
     """A count of processes or threads: `value` (the option `key`, e.g. --jobs) if given, else
     the environment variable `env` if set, else None (the caller's default). Either must be an
     integer >= 1: 0 is no count, and a typo in the environment is one line, not int()'s
     traceback."""
     if value is None:
-        text = os.environ.get(env, "").strip()
+        text = os.environ.get(env, "").strip() if env else ""
         if not text:
             return None
         try:
