@@ -208,7 +208,7 @@ def sweep(
         help="A running Ray cluster, e.g. 10.0.0.1:6379 or `auto` (default: RAY_ADDRESS, "
              "else a local Ray).")] = None,
     cpus: Annotated[int | None, typer.Option(
-        help="CPUs of the local Ray, or worker processes of --executor process "
+        help="CPUs of the local Ray, or worker processes of --executor process, >= 1 "
              "(default: every core).")] = None,
     cpus_per_task: Annotated[float, typer.Option(
         help="Ray: CPUs each seed task asks for (and its torch threads).")] = 1.0,
