@@ -32,13 +32,13 @@ $(STAMP): requirements.lock pyproject.toml
 REPRO := PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl reproduce
 
 reproduce: $(STAMP)  ## download -> partition -> train -> report, default suite
-	$(REPRO) default --no-probe $(PLAN_FLAGS)  # minutes: probing would add ~10%
+	$(REPRO) --suite default --no-probe $(PLAN_FLAGS)  # minutes: probing would add ~10%
 
 paper: $(STAMP)  ## the papers' settings on offline data (hours on 2 cores)
-	$(REPRO) paper $(PLAN_FLAGS)
+	$(REPRO) --suite paper $(PLAN_FLAGS)
 
 paper-%: $(STAMP)  ## one paper's cells of `paper`, e.g. make paper-p5 -> reports/paper/p5/
-	$(REPRO) paper --paper $* $(PLAN_FLAGS)
+	$(REPRO) --suite paper --paper $* $(PLAN_FLAGS)
 
 reference-benchmark: $(STAMP)  ## after make benchmark: its histories, picks and report into reference/benchmark/benchmark/
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference benchmark --paper benchmark
@@ -47,13 +47,13 @@ reference-%: $(STAMP)  ## after make paper-KEY: its histories and report into re
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference paper --paper $*
 
 benchmark: $(STAMP)  ## every algorithm x every non-IID scheme, tuned on validation (~3 h on 2 cores, CLUSTERFL_JOBS=2)
-	$(REPRO) benchmark --no-probe $(PLAN_FLAGS)  # 200 cells: a probe each is a process start each
+	$(REPRO) --suite benchmark --no-probe $(PLAN_FLAGS)  # 200 cells: a probe each is a process start each
 
 paper-online: $(STAMP)  ## the papers' settings on data that must be downloaded
-	$(REPRO) paper_online $(PLAN_FLAGS)
+	$(REPRO) --suite paper_online $(PLAN_FLAGS)
 
 schemes: $(STAMP)  ## every paper's partition scheme, no training
-	$(REPRO) schemes $(PLAN_FLAGS)
+	$(REPRO) --suite schemes $(PLAN_FLAGS)
 
 browser:  ## Debian's Chromium for tests/test_browser.py (installed as root with apt-get only)
 	@command -v chromium >/dev/null 2>&1 || { \
@@ -66,7 +66,7 @@ test: $(STAMP) browser
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 plan: $(STAMP)  ## what `make SUITE` would train and how long it takes: make plan SUITE=paper
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl plan $${SUITE:-default} $(PLAN_FLAGS)
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl plan --suite $${SUITE:-default} $(PLAN_FLAGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src pipeline tests

@@ -4,6 +4,8 @@ DVC runs exactly these commands (see dvc.yaml), so a stage run by hand is the sa
 User errors print one line and exit with status 2; nothing half-written is left behind.
 """
 
+import errno
+import math
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -36,12 +38,18 @@ ParamsOpt = Annotated[Path | None, typer.Option(
 SuiteOpt = Annotated[str, typer.Option(
     "--suite", "-s", help="The suite: `default` (params.yaml) or a folder of suites/.")]
 ThreadsOpt = Annotated[int | None, typer.Option(
-    "--threads", help="torch threads for this process (default: CLUSTERFL_THREADS or torch's).")]
+    "--threads", help="torch threads for this process, >= 1 (default: CLUSTERFL_THREADS or "
+                    "torch's).")]
 DeviceOpt = Annotated[str, typer.Option(
     help="torch device: cpu, cuda, or auto (cuda where one is available).")]
 JobsOpt = Annotated[int | None, typer.Option(
-    help="Train this many runs (seeds or grid points) at once, each in its own process with "
-         "cores/jobs threads (default: CLUSTERFL_JOBS or 1).")]
+    help="Train this many runs (seeds or grid points) at once, >= 1, each in its own process "
+         "with cores/jobs threads (default: CLUSTERFL_JOBS or 1).")]
+
+
+# a read-only output directory (or disk): the user's to fix, like a bad params value; every
+# write is atomic (clusterfl.io, pipeline.common.output_dir), so none is left half-written
+UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC}
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,12 +64,35 @@ def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             if isinstance(err, CorruptFile):
                 from pipeline.common import rebuild_command
 
-                command = rebuild_command(err.path)
+                command = rebuild_command(err.path, _own_file(kwargs.get("params")))
                 message += f"; rebuild it with `{command}`" if command else ""
             console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
             raise typer.Exit(getattr(err, "exit_code", 2)) from None
+        except MemoryError as err:  # a size the checks before allocating did not foresee
+            console.print(f"[red]error:[/red] out of memory ({err or type(err).__name__}); "
+                          "lower the sizes in the params file", highlight=False,
+                          soft_wrap=True)
+            raise typer.Exit(2) from None
+        except OSError as err:
+            if err.errno not in UNWRITABLE:  # anything else is a bug: its traceback helps
+                raise
+            where = f"{err.filename}: " if err.filename else ""
+            console.print(f"[red]error:[/red] {where}cannot write ({err.strerror}); nothing "
+                          "was changed there", highlight=False, soft_wrap=True)
+            raise typer.Exit(2) from None
 
     return wrapper
+
+
+def _own_file(params: Path | None) -> Path | None:
+    """A -p file that `--suite` cannot name (not params.yaml nor suites/<name>/params.yaml
+    here), so that hints say `-p FILE` instead of an unknown suite; else None."""
+    if params is None:
+        return None
+    where = params.resolve()
+    named = (where == Path("params.yaml").resolve()
+             or (where.name == "params.yaml" and where.parent.parent == Path("suites").resolve()))
+    return None if named else params
 
 
 def _suite_file(params: Path | None, suite: str) -> Path:
@@ -131,7 +162,15 @@ def train(
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    stage.run(experiment, algorithm, _suite_file(params, suite), console, seeds=seed,
+    from clusterfl.config import load_params
+    from pipeline.common import SuitePaths, require_seeds, require_writable
+
+    path = _suite_file(params, suite)
+    loaded = load_params(path, load=())
+    if seed:  # a seed the partition stage never made: say how to make it
+        require_seeds(loaded, loaded.experiment(experiment).partition, seed)
+    require_writable(SuitePaths(loaded.home).cell_dir(experiment, algorithm))
+    stage.run(experiment, algorithm, path, console, seeds=seed,
               track=track, engine=engine, workers=jobs, threads=threads,
               device=resolve_device(device), picks=picks)
 
@@ -141,7 +180,9 @@ def train(
 def tune(
     experiment: Annotated[str, typer.Argument(help="A name under a paper's `experiments:`.")],
     algorithm: Annotated[str, typer.Argument(help="A name under that paper's `algorithms:`.")],
-    suite: SuiteOpt = "benchmark",
+    suite: Annotated[str, typer.Option(
+        "--suite", "-s", help="A suite with a `tuning` grid: `benchmark` or a folder of "
+                              "suites/ that extends it.")] = "benchmark",
     params: ParamsOpt = None,
     threads: ThreadsOpt = None,
     jobs: JobsOpt = None,
@@ -168,7 +209,7 @@ def sweep(
         help="A running Ray cluster, e.g. 10.0.0.1:6379 or `auto` (default: RAY_ADDRESS, "
              "else a local Ray).")] = None,
     cpus: Annotated[int | None, typer.Option(
-        help="CPUs of the local Ray, or worker processes of --executor process "
+        help="CPUs of the local Ray, or worker processes of --executor process, >= 1 "
              "(default: every core).")] = None,
     cpus_per_task: Annotated[float, typer.Option(
         help="Ray: CPUs each seed task asks for (and its torch threads).")] = 1.0,
@@ -232,12 +273,33 @@ def report(
 
 
 
-SuiteArg = Annotated[str, typer.Argument(
-    help="The suite: `default` (params.yaml) or a folder of suites/.")]
+# `plan`, `reproduce` and `leaderboard` took the suite as an argument; every command takes
+# --suite now, and the argument is still read (with a warning) for one release
+SuiteArg = Annotated[str | None, typer.Argument(
+    metavar="[SUITE]", help="Deprecated: use --suite.", show_default=False)]
+SuiteChoice = Annotated[str | None, typer.Option(
+    "--suite", "-s", help="The suite: `default` (params.yaml) or a folder of suites/ "
+                          "[default: default].", show_default=False)]
+
+
+def _suite_name(command: str, positional: str | None, option: str | None,
+                default: str = "default") -> str:
+    """--suite, or the deprecated positional suite with a warning; both and unequal: an
+    error."""
+    if positional is None:
+        return option or default
+    if option is not None and option != positional:
+        raise UserError(f"{command}: the suite is given twice ({positional!r} and --suite "
+                        f"{option}); give --suite alone")
+    console.print(f"[yellow]warning:[/yellow] `clusterfl {command} {positional}` is "
+                  f"deprecated and will be removed in the next release; use `clusterfl "
+                  f"{command} --suite {positional}`", highlight=False, soft_wrap=True)
+    return positional
 PaperOpt = Annotated[str | None, typer.Option(
     help="Only this paper's cells of the suite (e.g. p5).")]
 PlanJobsOpt = Annotated[int | None, typer.Option(
-    help="Seeds trained at once (CLUSTERFL_JOBS of the repro; default: CLUSTERFL_JOBS or 1).")]
+    help="Seeds trained at once, >= 1 (CLUSTERFL_JOBS of the repro; default: CLUSTERFL_JOBS "
+         "or 1).")]
 ProbeOpt = Annotated[bool, typer.Option(
     help="Time a cell without timings in logs/ by training 2 rounds of its first seed "
          "(cached in logs/<suite>/probes.json); --no-probe runs no new probe (a cell "
@@ -245,12 +307,9 @@ ProbeOpt = Annotated[bool, typer.Option(
 
 
 def _jobs(jobs: int | None) -> int:
-    import os
+    from clusterfl.options import count
 
-    jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
-    if jobs < 1:
-        raise UserError(f"--jobs: must be >= 1, got {jobs}")
-    return jobs
+    return count("--jobs", jobs, "CLUSTERFL_JOBS") or 1
 
 
 def _print_plan(made: Any) -> None:
@@ -271,7 +330,8 @@ def _print_plan(made: Any) -> None:
 @app.command()
 @user_errors
 def plan(
-    suite: SuiteArg = "default",
+    suite_arg: SuiteArg = None,
+    suite: SuiteChoice = None,
     paper: PaperOpt = None,
     jobs: PlanJobsOpt = None,
     probe: ProbeOpt = True,
@@ -289,7 +349,8 @@ def plan(
     from pipeline import plan as planning
     from pipeline.common import SuitePaths
 
-    made = planning.make(_suite_file(params, suite), _jobs(jobs), paper, probe, console)
+    name = _suite_name("plan", suite_arg, suite)
+    made = planning.make(_suite_file(params, name), _jobs(jobs), paper, probe, console)
     if write:
         written = planning.write(made, SuitePaths(made.suite))
         console.print(f"wrote {written}", highlight=False)
@@ -302,7 +363,8 @@ def plan(
 @app.command()
 @user_errors
 def reproduce(
-    suite: SuiteArg = "default",
+    suite_arg: SuiteArg = None,
+    suite: SuiteChoice = None,
     paper: PaperOpt = None,
     jobs: PlanJobsOpt = None,
     probe: ProbeOpt = True,
@@ -319,6 +381,7 @@ def reproduce(
     from pipeline.render import dvc_file
     from pipeline.render import run as render_all
 
+    suite = _suite_name("reproduce", suite_arg, suite)
     path, jobs = _suite_file(None, suite), _jobs(jobs)
     for written in render_all(Path("."), only=[suite]):
         console.print(f"wrote {written}", highlight=False)
@@ -361,19 +424,23 @@ def render(
 @app.command()
 @user_errors
 def leaderboard(
-    suite: Annotated[str, typer.Argument(
-        help="A suite whose grid names benchmark schemes, e.g. one that extends `benchmark` "
-             "with your algorithm (suites/my_method).")] = "benchmark",
+    suite_arg: SuiteArg = None,
+    suite: Annotated[str | None, typer.Option(
+        "--suite", "-s", help="A suite whose grid names benchmark schemes, e.g. one that "
+                              "extends `benchmark` with your algorithm (suites/my_method) "
+                              "[default: benchmark].", show_default=False)] = None,
     run: Annotated[bool, typer.Option(
-        "--run/--no-run", help="Reproduce the suite through DVC first (--no-run: print the "
-                               "last report's leaderboard).")] = True,
+        "--run/--no-run", help="Tune and train the suite through DVC first (hours: the "
+                               "benchmark is ~3 h on 2 cores). Without it nothing is trained: "
+                               "the last report's leaderboard, else the committed "
+                               "reference's.")] = False,
 ) -> None:
-    """Tune and train a suite's cells through DVC (`dvc repro`), then print its leaderboard
-    with the suite's own algorithms marked: your method ranked beside the baselines."""
+    """Print a suite's leaderboard with its own algorithms marked: your method ranked beside
+    the baselines; with --run, tune and train its cells through DVC (`dvc repro`) first."""
     from clusterfl.config import load_params
     from pipeline import leaderboard as stage
 
-    path = _suite_file(None, suite)
+    path = _suite_file(None, _suite_name("leaderboard", suite_arg, suite, "benchmark"))
     Console().print(stage.run(load_params(path), Path("."), console, execute=run))
 
 
@@ -425,24 +492,35 @@ def ui(
 def compare(
     a: Annotated[Path, typer.Argument(help="A results tree, e.g. results/default.")],
     b: Annotated[Path, typer.Argument(help="Another results tree.")],
-    tolerance: Annotated[float, typer.Option(help="Largest difference counted as equal.")] = 0.0,
+    tolerance: Annotated[float, typer.Option(
+        help="Largest difference counted as equal (>= 0).")] = 0.0,
+    subset: Annotated[bool, typer.Option(
+        "--subset", help="B may hold histories A lacks (e.g. a reference of one paper "
+                         "against a whole suite's results); every history of A must still "
+                         "be in B.")] = False,
 ) -> None:
-    """Compare every seed history two result trees share; exit 1 if any number differs."""
+    """Compare every seed history of two result trees; exit 1 if any number differs or a
+    history is in one tree only (with --subset: missing from B)."""
     from pipeline.compare import compare as run_compare
+    from pipeline.compare import unmatched
 
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise UserError(f"--tolerance: must be a finite number >= 0, got {tolerance}")
     for path in (a, b):
         if not path.is_dir():
             raise UserError(f"{path}: not a directory")
     rows = run_compare(a, b)
+    compared = [r for r in rows if "missing" not in r]
+    missing = unmatched(rows, subset, a, b)
+    if not compared and not missing:  # empty trees: a pass would check nothing
+        raise UserError(f"nothing to compare: no seed history (history.json) in {a}"
+                        + ("" if subset else f" or {b}"))
     table = Table(title=f"{a} vs {b}")
     for col in ("history", "rounds", "metrics", "max metric diff", "arrays", "max array diff",
                 "only in one"):
         table.add_column(col)
     differ = 0
-    for r in rows:
-        if "missing" in r:
-            console.print(f"[yellow]in one tree only:[/yellow] {', '.join(r['missing'])}")
-            continue
+    for r in compared:
         bad = (max(r["max_metric_diff"], r["max_array_diff"]) > tolerance
                or r["rounds"][0] != r["rounds"][1])
         differ += bad
@@ -451,10 +529,14 @@ def compare(
                       f"{r['max_array_diff']:.3g}",
                       " ".join(r["only_a"] + r["only_b"]), style="red" if bad else None)
     Console().print(table)
-    compared = sum("missing" not in r for r in rows)
-    console.print(f"{compared - differ} of {compared} histories in both trees equal "
-                  f"(tolerance {tolerance})")
-    if differ:
+    for side, names in missing.items():
+        console.print(f"[red]only in {side}:[/red] {len(names)} histories: "
+                      f"{', '.join(names)}", highlight=False, soft_wrap=True)
+    console.print(f"{len(compared) - differ} of {len(compared)} histories in both trees equal "
+                  f"(tolerance {tolerance})"
+                  + "".join(f"; {len(n)} only in {side}" for side, n in missing.items()),
+                  highlight=False, soft_wrap=True)
+    if differ or missing:
         raise typer.Exit(1)
 
 

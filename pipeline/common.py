@@ -9,10 +9,16 @@ checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoi
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from clusterfl.errors import UserError
+
+if TYPE_CHECKING:
+    from clusterfl.config import SuiteConfig
 
 from clusterfl.io import temporary_dir
 
@@ -86,17 +92,45 @@ def remove_stale_temporaries(final: Path) -> list[Path]:
     return removed
 
 
-def rebuild_command(path: str | Path) -> str | None:
+def suite_flag(params: "SuiteConfig") -> str:
+    """How a hint names the suite of `params`: `--suite NAME` where that option finds its
+    file, else `-p FILE` (a suite file of your own: `--suite` would name an unknown suite)."""
+    from clusterfl.io import shown
+    from clusterfl.suite import suite_file
+
+    named = suite_file(params.suite)
+    if named.exists() and named.resolve() == params.file.resolve():
+        return f"--suite {params.suite}"
+    return f"-p {shown(params.file)}"
+
+
+def rebuild_command(path: str | Path, params_file: Path | None = None) -> str | None:
     """The command that rebuilds a file of a suite's outputs (`SuitePaths`' layout), from
-    its path alone; None for a path outside that layout."""
+    its path alone (with `-p params_file` where the suite came from a file given so); None
+    for a path outside that layout."""
     parts = Path(path).parts
+
+    def flag(suite: str) -> str:
+        return f"--suite {suite}" if params_file is None else f"-p {params_file}"
+
     if len(parts) >= 5 and parts[-5] == "data" and parts[-3] == "raw":
-        return f"clusterfl download {parts[-2]} --suite {parts[-4]}"
+        return f"clusterfl download {parts[-2]} {flag(parts[-4])}"
     if len(parts) >= 5 and parts[-5] == "data" and parts[-3] == "partitions":
-        return f"clusterfl partition {parts[-2]} --suite {parts[-4]}"
+        return f"clusterfl partition {parts[-2]} {flag(parts[-4])}"
     if len(parts) >= 6 and parts[-6] == "results" and parts[-2].startswith("seed"):
-        return f"clusterfl train {parts[-4]} {parts[-3]} --suite {parts[-5]}"
+        return f"clusterfl train {parts[-4]} {parts[-3]} {flag(parts[-5])}"
     return None
+
+
+def require_writable(path: Path) -> None:
+    """A one-line error before hours of work whose output `path` could not be written: its
+    nearest existing folder is read-only (a read-only mount, or no write permission)."""
+    folder = path
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not os.access(folder, os.W_OK):
+        inside = "" if folder == path else f", and {path} is written there"
+        raise UserError(f"{folder}: not writable{inside}; nothing was run")
 
 
 @contextmanager
@@ -107,9 +141,13 @@ def output_dir(final: Path) -> Iterator[Path]:
     failed stage leaves no half-written output behind; one a killed process left behind is
     removed the next time (the name carries the writer's pid).
     """
-    final.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(final)
-    tmp = temporary_dir(final.parent, f".{final.name}.{os.getpid()}.")  # umask's mode
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(final)
+        tmp = temporary_dir(final.parent, f".{final.name}.{os.getpid()}.")  # umask's mode
+    except OSError as err:  # a read-only results/ or reports/: nothing was written yet
+        raise UserError(f"{final}: cannot write it ({err.strerror}); nothing was "
+                        "changed") from None
     try:
         yield tmp
     except BaseException:
@@ -118,3 +156,17 @@ def output_dir(final: Path) -> Iterator[Path]:
     if final.exists():
         shutil.rmtree(final)
     tmp.rename(final)
+
+
+def require_seeds(params: "SuiteConfig", partition: str, seeds: Iterable[int]) -> None:
+    """A seed outside `suite.seeds` has no partition file (the partition stage makes the
+    suite's seeds only): a one-line error naming the edit and the command that make it."""
+    from clusterfl.io import shown
+
+    paths = SuitePaths(params.home)
+    for seed in seeds:
+        if seed not in params.seeds and not paths.partition_file(partition, seed).exists():
+            raise UserError(
+                f"--seed {seed}: not among suite.seeds {list(params.seeds)} of "
+                f"{shown(params.file)}, the seeds `clusterfl partition {partition} "
+                f"{suite_flag(params)}` makes; add {seed} to suite.seeds there, then run it")

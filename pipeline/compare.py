@@ -1,6 +1,8 @@
 """`clusterfl compare A B`: are two result trees the same numbers? (e.g. before and after a
 code change). Every cell/seed history under both is compared metric by metric, round by
-round; per-round arrays (assignments, importance, holdout matrices) too. Wall-clock metrics
+round; per-round arrays (assignments, importance, holdout matrices) too. Both trees must hold
+the same histories (`--subset`: B may hold more), and two empty trees are an error, so that a
+pass always means something was compared. Wall-clock metrics
 (`kmeans_seconds`, kept in `timings.json` since histories keep timings apart; older
 histories held them in the records) are skipped: they differ between any two runs. A tree of
 packed histories (`history.json.gz`, a committed reference: `pipeline.reference`) is read as
@@ -54,7 +56,18 @@ def _compare(a: Path, b: Path) -> list[dict[str, Any]]:
                      "max_metric_diff": diff, "arrays": len(arrays),
                      "max_array_diff": array_diff,
                      "only_a": sorted(names_a - names_b), "only_b": sorted(names_b - names_a)})
-    only = sorted(set(left) ^ set(right))
-    if only:
-        rows.append({"history": "(in one tree only)", "missing": only})
+    if set(left) ^ set(right):
+        rows.append({"history": "(in one tree only)",
+                     "missing": {"a": sorted(set(left) - set(right)),
+                                 "b": sorted(set(right) - set(left))}})
     return rows
+
+
+def unmatched(rows: list[dict[str, Any]], subset: bool, a: Path, b: Path
+              ) -> dict[str, list[str]]:
+    """The histories that fail the comparison by being in one tree only, by the tree that
+    holds them: any of either tree; with `subset` only those of `a` that `b` lacks (b may
+    hold more, e.g. a whole suite's results against one paper's reference)."""
+    found = next((r["missing"] for r in rows if "missing" in r), {"a": [], "b": []})
+    out = {str(a): found["a"], str(b): [] if subset else found["b"]}
+    return {side: names for side, names in out.items() if names}

@@ -1,5 +1,7 @@
-"""`clusterfl leaderboard SUITE`: a suite that adds algorithms to the benchmark, run through
-DVC to its report and printed as the leaderboard with its own algorithms marked.
+"""`clusterfl leaderboard --suite SUITE [--run]`: a suite that adds algorithms to the
+benchmark, run through DVC to its report (`--run`: hours) and printed as the leaderboard with
+its own algorithms marked. Without `--run` it trains nothing: it prints the suite's last
+report's leaderboard, or without one the committed reference's (reference/benchmark/).
 
 The suite (e.g. suites/my_method, README "Your method on the leaderboard") names the user's
 plugin file and algorithm entries and extends the benchmark's grid; since it only adds cells
@@ -39,12 +41,13 @@ def reproduce(params: SuiteConfig, root: Path, console: Console) -> None:
         raise UserError(f"dvc repro {target} failed with exit status {code} (see above)")
 
 
-def board(path: Path, own: set[str]) -> Table:
+def board(path: Path, own: set[str], suite: str) -> Table:
     """The leaderboard CSV as a table: algorithms by average rank with their family, mean ±
     std per scheme, this suite's own algorithms marked with *."""
     if not path.exists():
-        raise UserError(f"{path}: no leaderboard yet; run `clusterfl leaderboard "
-                        f"{path.parent.parent.name}` (without --no-run) first")
+        raise UserError(f"{path}: no leaderboard yet; `clusterfl leaderboard --suite {suite} "
+                        "--run` tunes and trains the suite first (hours: the benchmark is "
+                        "~3 h on 2 cores)")
     frame = pd.read_csv(path, index_col=0).sort_values("rank_average")
     schemes = [c.removesuffix("_mean") for c in frame.columns
                if c.endswith("_mean") and c != "average_mean"]
@@ -64,17 +67,28 @@ def board(path: Path, own: set[str]) -> Table:
     return table
 
 
-def run(params: SuiteConfig, root: Path, console: Console, execute: bool = True) -> Table:
-    """Render the suite's dvc.yaml, reproduce it (unless `execute` is False) and return the
-    leaderboard of its report."""
+def run(params: SuiteConfig, root: Path, console: Console, execute: bool = False) -> Table:
+    """The leaderboard of the suite's report; with `execute`, render the suite's dvc.yaml and
+    reproduce it first. Without, and without a report here, the committed reference's
+    (reference/<suite>/benchmark/, the benchmark as trained once), said so."""
+    from pipeline.reference import reference_dir
     from pipeline.render import run as render
 
     if "benchmark" not in {c.paper for c in params.cells}:
         raise UserError(f"{params.file}:suite.grid: no benchmark experiment (bm_*); the "
                         "leaderboard ranks algorithms on the benchmark's schemes")
-    render(root, only=[params.suite])
     if execute:
+        render(root, only=[params.suite])
         reproduce(params, root, console)
     # marked: what the suite adds to the one whose results it shares (none for the benchmark)
     own = {c.algorithm for c in params.own_cells} if params.home != params.suite else set()
-    return board(root / "reports" / params.suite / BOARD, own)
+    path = root / "reports" / params.suite / BOARD
+    reference = reference_dir(params.home, "benchmark", root) / "report" / BOARD
+    if not execute and not path.exists() and reference.exists():
+        lacks = (f"; it lacks this suite's own {', '.join(sorted(own))}" if own else "")
+        console.print(f"note: no report of suite {params.suite!r} here: the committed "
+                      f"reference leaderboard ({reference.parents[2]}){lacks}; "
+                      f"`clusterfl leaderboard --suite {params.suite} --run` trains the "
+                      "suite (hours)", highlight=False, soft_wrap=True)
+        return board(reference, own, params.suite)
+    return board(path, own, params.suite)

@@ -20,7 +20,7 @@ from clusterfl.io import atomic_write_text
 from clusterfl.partition import Partition, build_partition, save_partition
 from clusterfl.partition.report import plot_partition, summarize_partition
 from clusterfl.partition.validation import carve_validation
-from pipeline.common import SuitePaths, output_dir
+from pipeline.common import SuitePaths, output_dir, suite_flag
 
 
 def seed_partition(dataset: Dataset, scheme: str, options: dict[str, Any],
@@ -45,7 +45,7 @@ def run(name: str, params_path: Path, console: Console) -> None:
     source = paths.dataset_file(dataset_name)
     if not source.exists():
         raise UserError(f"{source}: missing; run `clusterfl download {dataset_name} "
-                        f"--suite {params.suite}` first")
+                        f"{suite_flag(params)}` first")
     dataset = load_dataset(source)
     with output_dir(paths.partitions / name) as out:
         for seed in params.seeds:
@@ -67,3 +67,4 @@ def run(name: str, params_path: Path, console: Console) -> None:
     # The report stage depends on results/<suite>, which a data-only suite's cells never
     # create; an empty folder keeps its report (a list of the partitions) runnable.
     paths.results.mkdir(parents=True, exist_ok=True)
+

@@ -10,11 +10,13 @@ plan in logs/<suite>/plan.json for the progress lines of the repro that follows
   skips the cell, which the plan still counts);
 - a cell costs seconds per round x rounds x seeds. Seconds per round: the mean
   `round_seconds` of the cell's last run in this suite (every seed and round in
-  logs/<suite>/<experiment>/<algorithm>/seed<k>/timings.json), else a probe of a few rounds
-  (`pipeline.probe`; cached, and a cached one is used with `--no-probe` too), else
-  unknown. Beside the rounds, each train stage costs its process's start-up, loading data,
-  MLflow logging and DVC's hashing and lock writes (measured: ~14 s a stage against ~6 s of
-  rounds for P4's cells, so a plan of rounds alone said 7 min for a 24-min run): the plan adds
+  logs/<suite>/<experiment>/<algorithm>/seed<k>/timings.json), else the committed
+  reference's (reference/<suite>/<paper>/costs.md, measured on the machine that made it),
+  else a probe of a few rounds (`pipeline.probe`; cached, and a cached one is used with
+  `--no-probe` too), else unknown. Beside the rounds, each train stage costs its process's
+  start-up, loading data, MLflow logging and DVC's hashing and lock writes (measured: ~14 s
+  a stage against ~6 s of rounds for P4's cells, so a plan of rounds alone said 7 min for a
+  24-min run): the plan adds
   the suite's measured stage overhead, the median over cells that ended one after the other
   in logs/ of the time between the two ends minus the later cell's rounds (`stage_overhead`);
   before two cells have run here it is unknown and said so. Not counted: the download,
@@ -51,6 +53,7 @@ from pipeline.common import SuitePaths
 from pipeline.progress import FINISHED_FILE, clock, plan_path
 
 LOGS, PROBE, CACHED, UNKNOWN = "logs", "probe", "probe (cached)", "unknown"
+REFERENCE = "reference"  # a committed reference's costs.md: measured on the machine that made it
 
 
 def lpt_makespan(durations: Iterable[float], workers: int) -> float:
@@ -207,21 +210,46 @@ def stage_overhead(paths: SuitePaths, jobs: int, within: float = 900.0) -> float
     return statistics.median(overheads) if overheads else None
 
 
+def reference_costs(suite: str, root: Path = Path(".")) -> dict[tuple[str, str], float]:
+    """(experiment, algorithm) -> mean round seconds from the committed references of
+    `suite` (reference/<suite>/<paper>/costs.md, `pipeline.reference`): a cell never trained
+    here still has a cost without a probe (the paper suite's 198 cells: ~200 process starts).
+    A row that does not read as `| exp/alg | seconds | ... |` is skipped."""
+    costs = {}
+    for page in sorted((root / "reference" / suite).glob("*/costs.md")):
+        for line in page.read_text().splitlines():
+            fields = [f.strip() for f in line.strip().strip("|").split("|")]
+            if len(fields) < 2 or fields[0].count("/") != 1:
+                continue
+            try:
+                seconds = float(fields[1])
+            except ValueError:
+                continue
+            if seconds > 0 and seconds != float("inf"):
+                experiment, algorithm = fields[0].split("/")
+                costs[(experiment, algorithm)] = seconds
+    return costs
+
+
 # (experiment, algorithm) -> (seconds per round or None, its source, rounds the probe ran)
 Probe = Callable[[str, str], tuple[float | None, str, int | None]]
 
 
 def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str | None = None,
           probe: Probe | None = None, root: Path = Path(".")) -> Plan:
-    """The plan of the suite's `stale` cells (of `paper` alone if given); `probe` gives the
-    cost of a cell that has no timings in logs/ (None: its cost is unknown)."""
+    """The plan of the suite's `stale` cells (of `paper` alone if given); a cell without
+    timings in logs/ costs what the committed reference measured (`reference_costs`), else
+    what `probe` gives (None: its cost is unknown)."""
     paths = SuitePaths(params.home, root)  # where its cells train (and log)
+    reference = reference_costs(params.home, root)
     mine = params.paper_cells(paper)
     cells = []
     for cell in (c for c in mine if c.name in stale):
         logged = logged_rounds(paths, cell.experiment, cell.algorithm)  # read once
         seconds = mean_round_seconds(logged)
         source, ran = (LOGS, [len(s) for s in logged]) if seconds is not None else (UNKNOWN, [])
+        if seconds is None and (cell.experiment, cell.algorithm) in reference:
+            seconds, source = reference[(cell.experiment, cell.algorithm)], REFERENCE
         if seconds is None and probe is not None:
             seconds, source, probed = probe(cell.experiment, cell.algorithm)
             ran = [] if probed is None else [probed]
@@ -284,16 +312,19 @@ def make(suite_file: Path, jobs: int, paper: str | None, probe: bool, console: C
     a progress bar, fill in the costs that logs/ lacks."""
     from clusterfl.config import load_params
     from pipeline.probe import Prober
-    from pipeline.render import dvc_file, require_current
+    from pipeline.render import dvc_file, require_current, require_inside
 
+    require_inside(suite_file)  # DVC is asked about it from here
     require_current(suite_file)
     params = load_params(suite_file)
     params.paper_cells(paper)  # an unknown paper: one line, before DVC is asked
     stale = stale_cells(dvc_status(Path("."), dvc_file(suite_file)), params)
     prober = Prober(params, jobs)
     paths = SuitePaths(params.home)
+    reference = reference_costs(params.home)
     todo = [c for c in params.paper_cells(paper) if probe and c.name in stale
             and logged_seconds_per_round(paths, c.experiment, c.algorithm) is None
+            and (c.experiment, c.algorithm) not in reference
             and prober.cached(c.experiment, c.algorithm) is None]
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=console, transient=True, disable=not todo)

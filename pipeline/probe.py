@@ -22,7 +22,6 @@ temporary directory. Readings:
 import dataclasses
 import hashlib
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from clusterfl.data import build_dataset, load_dataset, save_dataset
 from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.execution import SeedJob
 from clusterfl.io import atomic_write_json
+from clusterfl.options import count
 from clusterfl.partition import save_partition
 from pipeline.common import SuitePaths
 from pipeline.partition import seed_partition
@@ -43,7 +43,7 @@ CACHE_FILE = "probes.json"
 
 def probe_threads(jobs: int) -> int | None:
     """The torch threads of one seed when `jobs` seeds run at once (None: torch's default)."""
-    given = int(os.environ.get("CLUSTERFL_THREADS", "0"))
+    given = count("--threads", None, "CLUSTERFL_THREADS")
     return given or (split_threads(jobs) if jobs > 1 else None)
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from clusterfl.io import atomic_write_json
+from clusterfl.suite import suite_file
 from pipeline.common import SuitePaths
 
 PLAN_FILE = "plan.json"
@@ -92,9 +93,11 @@ def progress_line(suite: str, plan: dict[str, Any], done: dict[str, float],
             f"ETA {'unknown' if eta is None else clock(eta)}")
 
 
-def no_plan_line(suite: str, with_results: int, total: int) -> str:
+def no_plan_line(suite: str, with_results: int, total: int, named: bool = True) -> str:
+    """`named`: `--suite` finds the suite's file (else it came from a file of your own)."""
+    which = f"--suite {suite}" if named else "-p <its params file>"
     return (f"suite {suite}: {with_results} of {total} cells have results (no plan: "
-            f"`clusterfl plan {suite} --write` before `dvc repro` adds elapsed time and ETA)")
+            f"`clusterfl plan {which} --write` before `dvc repro` adds elapsed time and ETA)")
 
 
 def read_plan(paths: SuitePaths) -> dict[str, Any] | None:
@@ -115,7 +118,8 @@ def suite_progress(paths: SuitePaths, cells: list[tuple[str, str]], experiment: 
     names = {c["cell"] for c in plan["cells"]} if plan else set()
     if plan is None or f"{experiment}-{algorithm}" not in names:
         with_results = sum((paths.cell_dir(e, a) / "summary.json").exists() for e, a in cells)
-        return no_plan_line(paths.suite, with_results, len(cells))
+        named = suite_file(paths.suite, paths.root).exists()
+        return no_plan_line(paths.suite, with_results, len(cells), named)
     planned = [(c["experiment"], c["algorithm"]) for c in plan["cells"]]
     done = finished_cells(paths, planned, plan["written"])
     return progress_line(paths.suite, plan, done, now)

@@ -125,8 +125,8 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
     if missing:
         shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
         raise UserError(f"{home.results}: no results for {len(missing)} cells of paper "
-                        f"{paper!r} ({shown}); run `clusterfl reproduce {params.suite} "
-                        f"--paper {paper}` first")
+                        f"{paper!r} ({shown}); run `clusterfl reproduce --suite "
+                        f"{params.suite} --paper {paper}` first")
     commits: dict[str, str | None] = {}
     files = packed_files(home.results, cells)
     with output_dir(target / "histories") as out:

@@ -252,6 +252,15 @@ def run(root: Path, check: bool = False, only: Iterable[str] | None = None) -> l
     return stale
 
 
+def require_inside(suite_file: Path, repo: Path = Path(".")) -> None:
+    """A one-line error for a suite file outside the repository `repo` (the working
+    directory): DVC runs a suite's dvc.yaml, beside its params file, from the repository."""
+    if not suite_file.resolve().is_relative_to(repo.resolve()):
+        raise UserError(f"{suite_file}: outside the repository ({repo.resolve()}); DVC "
+                        "runs a suite from there: put it at suites/<name>/params.yaml and "
+                        "run `clusterfl render`")
+
+
 def require_current(suite_file: Path) -> None:
     """A one-line error when the suite's dvc.yaml is not what its grid renders to (the
     grid was edited and `clusterfl render` not run): DVC would run the old cell list."""

@@ -227,8 +227,10 @@ def _cells_with_results(params: SuiteConfig, results_dir: Path, partial: bool,
         elif partial:
             missing.append(f"{exp}/{alg}")
         else:
-            raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg}` first "
-                            "(or report without it: --partial)")
+            from pipeline.common import suite_flag
+
+            raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg} "
+                            f"{suite_flag(params)}` first (or report without it: --partial)")
     return cells, missing
 
 

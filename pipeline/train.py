@@ -86,7 +86,9 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         console.print(f"[yellow]note:[/yellow] {experiment}-{algorithm} is not a cell of suite "
                       f"{params.suite!r}; its report will not include it")
     dataset_name = params.partition(exp.partition)["dataset"]
-    suite = f"--suite {params.suite}"
+    from pipeline.common import suite_flag
+
+    suite = suite_flag(params)  # `-p FILE` for a suite file --suite cannot name
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
                        f"{suite}")
     # absolute: a worker of another executor (Ray) may run in another directory

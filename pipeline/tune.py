@@ -23,9 +23,9 @@ from clusterfl.errors import UserError
 from clusterfl.execution import SeedJob, run_jobs
 from clusterfl.executors import choose_executor
 from clusterfl.history import lower_is_better
-from clusterfl.io import atomic_write_json, atomic_write_text
+from clusterfl.io import atomic_write_json, atomic_write_text, shown
 from clusterfl.tuning import apply_point, grid_points, pick
-from pipeline.common import SuitePaths, output_dir
+from pipeline.common import SuitePaths, output_dir, suite_flag
 
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
@@ -41,14 +41,18 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     alg = params.algorithm(algorithm, experiment=experiment)
     entry = params.partition(exp.partition)
     if VALIDATION_KEY not in entry:
-        raise UserError(f"partitions.{exp.partition}.{VALIDATION_KEY}: missing; tuning needs "
-                        "a validation split")
+        tunable = sorted({e for _, e, _ in params.suite_cells()
+                          if VALIDATION_KEY in params.partition(params.experiment(e).partition)})
+        raise UserError(f"{experiment}: its partition {exp.partition!r} has no "
+                        f"{VALIDATION_KEY} (suite {params.suite!r}, {shown(params.file)}); "
+                        f"tuning needs a validation split; the suite's experiments with one: "
+                        f"{', '.join(tunable) or '(none)'}")
     if not set(tuning.seeds) <= set(params.seeds):
         raise UserError(f"{params.file}:suite.tuning.seeds: {list(tuning.seeds)} must be among "
                         f"suite.seeds {params.seeds} (their partitions are the ones written)")
     paths = SuitePaths(params.home)
     dataset = paths.dataset_file(entry["dataset"])
-    hint = f"--suite {params.suite}"
+    hint = suite_flag(params)
     if not dataset.exists():
         raise UserError(f"{dataset}: missing; run `clusterfl download {entry['dataset']} "
                         f"{hint}` first")

@@ -22,19 +22,24 @@ def free_port() -> int:
 
 def start_server(store: Path, port: int, artifacts: Path | None = None, workers: int = 1,
                  cwd: Path | None = None, timeout: float = 300,
-                 jobs: bool = False) -> subprocess.Popen:
+                 jobs: bool = False, options: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> subprocess.Popen:
     """`mlflow server` over the sqlite file `store`, once it answers /health (else the test
     fails; `timeout` is generous: a server takes minutes to start on a loaded machine).
 
     `jobs=False` starts it without MLflow's job runner (MLFLOW_SERVER_ENABLE_JOB_EXECUTION),
     which serves GenAI jobs (judges, trace rollups) that no run of this repo makes: 8 more
     Python processes (a runner and 7 Huey consumers) that each import MLflow, about 16 s of
-    CPU per server on these 2 cores."""
+    CPU per server on these 2 cores. `options`: more `mlflow server` options (e.g.
+    `--app-name basic-auth`); `env`: more environment variables (its secrets stay there, off
+    the command line)."""
     command = [str(BIN / "mlflow"), "server", "--host", "127.0.0.1", "--port", str(port),
                "--backend-store-uri", f"sqlite:///{store}", "--workers", str(workers)]
     if artifacts is not None:
         command += ["--default-artifact-root", str(artifacts)]
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "true" if jobs else "false"}
+    command += list(options)
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "true" if jobs else "false",
+           **(env or {})}
     proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + timeout

@@ -138,7 +138,8 @@ def test_my_method_is_tuned_trained_and_ranked_beside_the_baselines_by_one_comma
              "algorithms": {"my_fedprox": {"method": "my_fedprox", "mu": 0.01}},
              "grid": [{"experiments": ["bm_rot4"], "algorithms": ["my_fedprox"]}]}
     (ws / "suites/mine/params.yaml").write_text(yaml.safe_dump({"suite": suite}))
-    out = _sh([str(BIN / "clusterfl"), "leaderboard", "mine"], ws, {**env, "COLUMNS": "250"})
+    out = _sh([str(BIN / "clusterfl"), "leaderboard", "--suite", "mine", "--run"], ws,
+              {**env, "COLUMNS": "250"})
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     assert ran == {"suites/mine/dvc.yaml:report"} | {
         f"suites/mine/dvc.yaml:{stage}@bm_rot4-my_fedprox" for stage in ("tune", "train")}

@@ -119,12 +119,14 @@ def test_progress_line_scales_the_estimates_left_by_how_the_done_cells_went():
     # ... and is unknown while no cell is done
     assert progress_line("s", unknown, {}, now=3.0).endswith("ETA unknown")
     assert no_plan_line("paper", 7, 193) == (
-        "suite paper: 7 of 193 cells have results (no plan: `clusterfl plan paper --write` "
-        "before `dvc repro` adds elapsed time and ETA)")
+        "suite paper: 7 of 193 cells have results (no plan: `clusterfl plan --suite paper "
+        "--write` before `dvc repro` adds elapsed time and ETA)")
 
 
 def test_suite_progress_counts_only_cells_finished_after_the_plan(tmp_path):
     paths = SuitePaths("s", tmp_path)
+    (tmp_path / "suites/s").mkdir(parents=True)  # `--suite s` names it: hints say so
+    (tmp_path / "suites/s/params.yaml").write_text("")
     cells = [("e1", "a"), ("e2", "a"), ("e3", "a")]
     (paths.cell_dir("e2", "a")).mkdir(parents=True)
     (paths.cell_dir("e2", "a") / "summary.json").write_text("{}")
@@ -225,6 +227,58 @@ def test_a_one_round_algorithm_is_planned_at_one_round_from_logs_or_a_probe(work
     assert not one_round_run([1, 2], 30) and not one_round_run([1], 1)
 
 
+def test_a_cell_without_logs_costs_what_the_committed_reference_measured(tmp_path):
+    """`make plan SUITE=paper` probed all 198 cells although reference/paper/*/costs.md
+    holds each one's seconds per round: logs first, then the reference, then a probe."""
+    from pipeline.plan import reference_costs
+
+    committed = reference_costs("paper", ROOT)
+    assert committed[("p1_synthetic_mlr", "fedavg")] > 0 and len(committed) > 100
+    params = load_params(ROOT / "params.yaml")
+    page = tmp_path / "reference/default/p5/costs.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# costs\n\n| cell | round_seconds (mean) | kmeans_seconds (mean) |\n"
+                    "|---|---|---|\n| p5_small_noniid/fedcgds | 0.25 |  |\n"
+                    "| p1_synthetic_mlr/local | n/a |  |\n")
+    _timings(tmp_path)  # P1's fedavg: 2 s a round in logs/, which wins over any reference
+    probed = []
+
+    def probe(experiment: str, algorithm: str) -> tuple[float, str, int]:
+        probed.append((experiment, algorithm))
+        return 9.0, "probe", 2
+
+    stale = {f"{e}-{a}": "changed" for e, a in (A, B, ("p1_synthetic_mlr", "local"))}
+    plan = build(params, stale, jobs=1, probe=probe, root=tmp_path)
+    assert [(c.name, c.source, c.seconds_per_round) for c in plan.cells] == [
+        ("p1_synthetic_mlr-fedavg", "logs", 2.0),
+        ("p1_synthetic_mlr-local", "probe", 9.0),  # its reference row is not a number
+        ("p5_small_noniid-fedcgds", "reference", 0.25)]
+    assert probed == [("p1_synthetic_mlr", "local")]
+
+
+def test_plan_probes_no_cell_the_committed_reference_has_costed(monkeypatch):
+    """The probing list of `plan` (paper suite, its committed reference) is empty."""
+    from pipeline import plan as planning
+    from pipeline.probe import Prober
+
+    monkeypatch.chdir(ROOT)
+    suite = load_params(ROOT / "suites/paper/params.yaml")
+    cells = [c for c in suite.cells if c.paper == "p1"][:3]
+    monkeypatch.setattr(planning, "dvc_status",
+                        lambda root, target: {f"train@{c.name}": [] for c in cells})
+    monkeypatch.setattr(planning, "logged_seconds_per_round", lambda *a: None)
+    monkeypatch.setattr(Prober, "cached", lambda self, e, a: None)
+
+    def no_probe(self, experiment: str, algorithm: str) -> float:
+        raise AssertionError(f"probed {experiment}-{algorithm}")
+
+    monkeypatch.setattr(Prober, "measure", no_probe)
+    from rich.console import Console
+
+    made = planning.make(ROOT / "suites/paper/params.yaml", 1, "p1", True, Console())
+    assert [(c.name, c.source) for c in made.cells] == [(c.name, "reference") for c in cells]
+
+
 @pytest.mark.slow
 def test_plan_lists_dvcs_stale_cells_with_costs_from_logs_or_a_cached_probe(workspace):
     ws, env = workspace
@@ -245,8 +299,8 @@ def test_plan_lists_dvcs_stale_cells_with_costs_from_logs_or_a_cached_probe(work
 def test_reproduce_one_paper_trains_its_cells_alone_and_prints_the_suite_progress(workspace):
     ws, env = workspace
     _timings(ws)  # the plan's estimate of P1's cell: 4 s
-    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "reproduce", "default",
-                           "--paper", "p1", "--no-probe"], cwd=ws, env=env,
+    proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "reproduce", "--suite",
+                           "default", "--paper", "p1", "--no-probe"], cwd=ws, env=env,
                           capture_output=True, text=True, timeout=600)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

@@ -7,6 +7,7 @@ import os
 
 from clusterfl.errors import UserError, unknown_name
 from clusterfl.execution import Executor, SerialExecutor
+from clusterfl.options import count
 from clusterfl.process_executor import ProcessExecutor
 
 SWEEP_EXECUTORS = ("ray", "process", "serial")
@@ -31,9 +32,8 @@ def choose_executor(kind: str | None = None, *, jobs: int | None = None,
     from clusterfl.devices import resolve_device
 
     if kind is None:
-        jobs = jobs or int(os.environ.get("CLUSTERFL_JOBS", "1"))
-        if jobs < 1:
-            raise UserError(f"--jobs: must be >= 1, got {jobs}")
+        jobs = count("--jobs", jobs, "CLUSTERFL_JOBS") or 1
+        threads = count("--threads", threads, "CLUSTERFL_THREADS")
         if jobs == 1:
             _configure_threads(threads)
         elif threads is not None:
@@ -41,6 +41,7 @@ def choose_executor(kind: str | None = None, *, jobs: int | None = None,
         workers = min(jobs, jobs if runs is None else runs)
         executor: Executor = SerialExecutor() if workers <= 1 else ProcessExecutor(workers)
         return executor, resolve_device(device)
+    cpus = count("--cpus", cpus)  # 0 is an error, as for --jobs and --threads
     if kind == "ray":
         from clusterfl.ray_executor import RayExecutor
 
@@ -67,7 +68,4 @@ def _configure_threads(n: int | None) -> None:
     default (one per core)."""
     from clusterfl.engine.threads import configure_threads
 
-    n = n or int(os.environ.get("CLUSTERFL_THREADS", "0")) or None
-    if n is not None and n < 1:
-        raise UserError(f"--threads: must be >= 1, got {n}")
-    configure_threads(n)
+    configure_threads(count("--threads", n, "CLUSTERFL_THREADS"))

@@ -3,7 +3,9 @@ and the content checksums recorded in written files and checked when they are re
 
 import hashlib
 import json
+import math
 import os
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -136,20 +138,48 @@ def mapping(value: Any, key: str) -> dict[str, Any]:
     return dict(value)
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader reading floats as YAML 1.2 (and DVC, which reads the same params)
+    does: YAML 1.1 wants a dot and a signed exponent, so `1e30` and `1e-5` were strings."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"))
+
+
+def non_finite(value: Any, key: str) -> str | None:
+    """The path (under `key`) of the first inf or nan in a parsed YAML value, else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return key
+    items = (value.items() if isinstance(value, Mapping)
+             else enumerate(value) if isinstance(value, list) else ())
+    for name, item in items:
+        if (found := non_finite(item, f"{key}{name}" if key.endswith(":")
+                                else f"{key}[{name}]" if isinstance(name, int)
+                                else f"{key}.{name}")) is not None:
+            return found
+    return None
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
-    """A YAML mapping; a missing file, malformed YAML or an empty file is one line."""
+    """A YAML mapping; a missing file, malformed YAML, an empty file or an inf/nan anywhere
+    (no params value is infinite) is one line."""
     try:
         text = path.read_text()
     except OSError as err:
         raise UserError(f"{path}: cannot read ({err.strerror})") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_Loader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise UserError(f"{path}: not valid YAML{where}: {getattr(err, 'problem', err)}") from None
     if raw is None:
         raise UserError(f"{path}: empty file; expected a mapping")
+    if (key := non_finite(raw, f"{path}:")) is not None:
+        raise UserError(f"{key}: must be a finite number (not inf or nan)")
     return mapping(raw, str(path))
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from clusterfl.checkpoints import Interrupted
 from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.history import RunHistory
+from clusterfl.options import count
 
 if TYPE_CHECKING:  # execution.py imports this module
     from clusterfl.execution import LiveCallbacks, SeedJob
@@ -100,7 +101,7 @@ class ProcessExecutor:
 
     def __init__(self, workers: int, threads: int | None = None) -> None:
         self.workers = workers
-        self.threads = (threads or int(os.environ.get("CLUSTERFL_THREADS", "0"))
+        self.threads = (count("threads", threads, "CLUSTERFL_THREADS")
                         or split_threads(workers))
         self._lock = threading.Lock()  # guards the four below
         self._queue: deque[tuple[Future[RunHistory], SeedJob]] = deque()

@@ -34,6 +34,10 @@ from clusterfl.types import (
     View,
 )
 
+# A bound on rounds, local steps and epochs: the papers' longest run is 400 rounds; a million
+# rounds of the smallest cell (~5 ms each) is already ~1.5 h, and 10^12 would never end.
+MAX_STEPS = 1_000_000
+
 
 @dataclass(frozen=True)
 class Schedule:
@@ -65,6 +69,11 @@ class Schedule:
         for name in ("local_steps", "epochs", "clients_per_round"):
             value = getattr(self, name)
             require(value is None or value >= 1, f"{key}.{name}", f"must be >= 1, got {value}")
+        for name in ("rounds", "local_steps", "epochs"):
+            value = getattr(self, name)
+            require(value is None or value <= MAX_STEPS, f"{key}.{name}",
+                    f"must be <= {MAX_STEPS:,} (the papers' longest runs are 400 rounds), "
+                    f"got {value}")
 
     def validate_neural(self, key: str) -> None:
         """What training a model needs on top: a learning rate and a local-work length."""

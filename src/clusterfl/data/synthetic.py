@@ -52,7 +52,9 @@ from typing import Literal
 import numpy as np
 
 from clusterfl.data.dataset import Dataset
-from clusterfl.options import require
+from clusterfl.options import FLOAT64, require, require_fits
+
+MIN_SIZE = 50  # samples of the smallest client: lognormal(4, 2) + 50
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,9 @@ class ClusteredSyntheticOptions:
                 "must be >= 50 or null (no cap)")
         require(len(self.cluster_offsets) > 0, f"{key}.cluster_offsets", "must not be empty")
         require(self.beta > 0, f"{key}.beta", "must be > 0 (P1 divides by it)")
+        clients = len(self.cluster_offsets) * self.clients_per_cluster
+        require_fits(f"{key}.clients_per_cluster", clients * MIN_SIZE * self.dimension * FLOAT64,
+                     f"{clients} clients of >= {MIN_SIZE} samples x {self.dimension} features")
 
 
 PFEDME_SIZE_FACTOR = 5  # the official pFedMe script: (lognormal(4, 2) + 50) * 5
@@ -86,7 +91,7 @@ PFEDME_SIZE_FACTOR = 5  # the official pFedMe script: (lognormal(4, 2) + 50) * 5
 def client_sizes(opts: ClusteredSyntheticOptions, rng: np.random.Generator, n: int) -> np.ndarray:
     """Samples per client: floor(lognormal(4, 2)) + 50, times 5 for "pfedme", capped at
     `max_size` when it is set."""
-    sizes = rng.lognormal(4, 2, n).astype(np.int64) + 50
+    sizes = rng.lognormal(4, 2, n).astype(np.int64) + MIN_SIZE
     if opts.generator == "pfedme":
         sizes *= PFEDME_SIZE_FACTOR
     return sizes if opts.max_size is None else np.minimum(sizes, opts.max_size)
@@ -199,6 +204,10 @@ class SyntheticOptions:
         require(self.num_classes > 1, f"{key}.num_classes", "must be > 1")
         require(self.max_size >= 50, f"{key}.max_size", "must be >= 50")
         require(self.alpha >= 0 and self.beta >= 0, f"{key}.alpha", "alpha, beta must be >= 0")
+        require_fits(f"{key}.num_clients",
+                     self.num_clients * MIN_SIZE * self.dimension * FLOAT64,
+                     f"{self.num_clients} clients of >= {MIN_SIZE} samples x "
+                     f"{self.dimension} features")
 
 
 def synthetic(opts: SyntheticOptions, rng: np.random.Generator) -> Dataset:
@@ -244,6 +253,9 @@ class FedSoftRegressionOptions:
             0 <= self.test_per_distribution < self.samples_per_distribution,
             f"{key}.test_per_distribution", "must be in [0, samples_per_distribution)",
         )
+        samples = self.num_distributions * self.samples_per_distribution
+        require_fits(f"{key}.samples_per_distribution", samples * self.dimension * FLOAT64,
+                     f"{samples} samples x {self.dimension} features")
 
 
 def fedsoft_regression(opts: FedSoftRegressionOptions, rng: np.random.Generator) -> Dataset:
@@ -287,6 +299,9 @@ class ThresholdRegressionOptions:
         require(self.samples_per_client > 0, f"{key}.samples_per_client", "must be > 0")
         require(self.dimension > 0, f"{key}.dimension", "must be > 0")
         require(len(self.optimum_values) == 2, f"{key}.optimum_values", "must be [low, high]")
+        samples = self.num_clusters * self.clients_per_cluster * self.samples_per_client
+        require_fits(f"{key}.clients_per_cluster", samples * self.dimension * FLOAT64,
+                     f"{samples} samples x {self.dimension} features")
 
 
 def threshold_regression(opts: ThresholdRegressionOptions, rng: np.random.Generator) -> Dataset:
@@ -329,6 +344,9 @@ class FedcNmfOptions:
         require(self.features > 0, f"{key}.features", "must be > 0")
         require(self.samples >= self.clusters, f"{key}.samples", "must be >= clusters")
         require(self.clusters > 0, f"{key}.clusters", "must be > 0")
+        # X = W H + E: the signal and the noise, float64, M x N each
+        require_fits(f"{key}.samples", 2 * self.features * self.samples * FLOAT64,
+                     f"{self.samples} samples x {self.features} features")
 
 
 def fedc_nmf(opts: FedcNmfOptions, rng: np.random.Generator) -> Dataset:
