@@ -3,7 +3,6 @@ it means; nothing is allocated, trained or written first."""
 
 import errno
 import math
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -151,15 +150,15 @@ def test_an_unwritable_output_directory_is_one_line_and_writes_nothing(tmp_path,
     """A read-only results/ or reports/ (tested as its error: root may write anywhere)."""
     (tmp_path / "params.yaml").write_text(TEXT)
 
-    def refused(*args, dir=None, **kwargs):
-        raise PermissionError(errno.EACCES, "Permission denied", str(dir))
+    def refused(directory, *args, **kwargs):  # io.temporary_dir / temporary_file
+        raise PermissionError(errno.EACCES, "Permission denied", str(directory))
 
-    monkeypatch.setattr(tempfile, "mkdtemp", refused)
+    monkeypatch.setattr("pipeline.common.temporary_dir", refused)
     line = _one_line_error(_cli(tmp_path, "download", "p4_threshold", "-p", "params.yaml"),
                            "data/default/raw/p4_threshold: cannot write it (Permission denied)")
     assert "Traceback" not in line and not list((tmp_path / "data").rglob("*.npz"))
     monkeypatch.undo()
-    monkeypatch.setattr(tempfile, "mkstemp", refused)  # an atomic write of one file in it
+    monkeypatch.setattr("clusterfl.io.temporary_file", refused)  # an atomic write in it
     _one_line_error(_cli(tmp_path, "download", "p4_threshold", "-p", "params.yaml"),
                     "cannot write (Permission denied); nothing was changed there")
     assert not list((tmp_path / "data").rglob("*.npz"))
