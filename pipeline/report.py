@@ -129,7 +129,8 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
     # on the page (a folder up from tables/), the papers' sections are anchors
     anchors = ", ".join(f"[{s.title}](#{s.anchor})" for s in page) or "none"
     on_page = "".join(_overview(params, cells, table, experiment_references,
-                                links_for(place, 0, committed), anchors, partly))
+                                links_for(place, 0, committed, page=True), anchors,
+                                partly))
     results = html.Section("Results", html.strip_heading(on_page), ["figures/convergence.png"])
     shown = {f for s in [results, *page] for f in s.figures}
     others = [f"figures/{f}" for f in html.relative(sorted((reports_dir / "figures").rglob(

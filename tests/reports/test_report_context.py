@@ -114,3 +114,16 @@ def test_a_report_of_the_reference_suite_links_its_own_run_as_such():
     # outside the repository's layout: paths, no links
     assert "p1 `reference/paper/p1/report/`" in header(
         suite, suite.cells, Links(None, {"p1": "reference/paper/p1/report"}))
+
+
+def test_the_page_names_markdown_files_and_links_only_pages():
+    from clusterfl.reports.context import Links, links_for
+
+    refs = {"p1": "reference/paper/p1/report"}
+    tables, page = links_for(Path("reports/default"), 1, refs), links_for(
+        Path("reports/default"), 0, refs, page=True)
+    assert tables.to("docs/results.md") == "[docs/results.md](../../../docs/results.md)"
+    assert page.to("docs/results.md") == "`docs/results.md`"  # a browser shows .md as text
+    assert page.reference("p1") == ("[reference/paper/p1/report/]"
+                                    "(../../reference/paper/p1/report/index.html)")
+    assert Links(None, refs, page=True).reference("p1") == "`reference/paper/p1/report/`"

@@ -24,14 +24,16 @@ DOCS = "docs/results.md"  # why each paper's numbers differ from ours, measured
 class Links:
     """`to_root`: the relative path from a Markdown file to the repository root ("../../"),
     None where the file is not inside it; `references`: paper key -> its committed reference
-    report's folder, relative to the root."""
+    report's folder, relative to the root; `page`: the links are for the HTML page, where a
+    Markdown file is named, not linked (a browser shows it as raw text)."""
 
     to_root: str | None = None
     references: Mapping[str, str] = field(default_factory=dict)
+    page: bool = False
 
     def to(self, path: str, target: str | None = None) -> str:
         """`path` (relative to the root) as a link, or as a path where no link can be made."""
-        if self.to_root is None:
+        if self.to_root is None or (self.page and (target or path).endswith(".md")):
             return f"`{path}`"
         return f"[{path}]({self.to_root}{target or path})"
 
@@ -40,12 +42,13 @@ class Links:
         return None if folder is None else self.to(f"{folder}/", f"{folder}/index.html")
 
 
-def links_for(location: Path | None, depth: int, references: Mapping[str, str]) -> Links:
+def links_for(location: Path | None, depth: int, references: Mapping[str, str],
+              page: bool = False) -> Links:
     """Links from a file `depth` folders below a report written at `location` (relative to
-    the repository root; None or absolute: outside it)."""
+    the repository root; None or absolute: outside it); `page`: for the HTML page."""
     if location is None or location.is_absolute() or ".." in location.parts:
-        return Links(None, references)
-    return Links("../" * (len(location.parts) + depth), references)
+        return Links(None, references, page)
+    return Links("../" * (len(location.parts) + depth), references, page)
 
 
 def committed_references(keys: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
