@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install reproduce test browser lint ui paper paper-online schemes clean-venv plan benchmark reference-benchmark
+.PHONY: install reproduce test test-fast browser lint ui paper paper-online schemes clean-venv plan benchmark reference-benchmark
 
 install: $(STAMP)
 
@@ -64,6 +64,9 @@ browser:  ## Debian's Chromium for tests/test_browser.py (installed as root with
 
 test: $(STAMP) browser
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+
+test-fast: $(STAMP)  ## the edit loop (~2.5 min on 2 cores): every test not marked slow, server or browser
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow and not server and not browser"
 
 plan: $(STAMP)  ## what `make SUITE` would train and how long it takes: make plan SUITE=paper
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl plan --suite $${SUITE:-default} $(PLAN_FLAGS)

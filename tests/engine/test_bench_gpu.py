@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 
 from clusterfl.bench import synthetic_clients
@@ -44,6 +45,7 @@ def test_precision_effect_reports_each_precision_against_fp32(tmp_path):
     assert all(0.0 <= r["last"] <= 1.0 and r["data"].startswith("synthetic") for r in rows)
 
 
+@pytest.mark.slow  # the whole command in a subprocess: ~25 s
 def test_bench_gpu_runs_without_cuda_and_without_mlflow_dvc_mlxtend(tmp_path):
     blocked = "import sys; sys.modules.update(mlflow=None, dvc=None, mlxtend=None)"
     code = (f"{blocked}; from pipeline.cli import app; app(['bench', 'gpu', '--clients', '2', "
