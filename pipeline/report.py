@@ -45,7 +45,7 @@ from clusterfl.reports.results import (
 from clusterfl.reports.runs import cost_rows, mean_curve, seed_dirs, seed_rows
 from clusterfl.reports.section import ReportInput, ReportOutput, section_builder
 from clusterfl.reports.tables import markdown_table
-from pipeline.common import output_dir
+from pipeline.common import output_dir, suite_flag
 
 INTRO = """# Results
 
@@ -228,8 +228,6 @@ def _cells_with_results(params: SuiteConfig, results_dir: Path, partial: bool,
         elif partial:
             missing.append(f"{exp}/{alg}")
         else:
-            from pipeline.common import suite_flag
-
             raise UserError(f"{cell}: missing; run `clusterfl train {exp} {alg} "
                             f"{suite_flag(params)}` first (or report without it: --partial)")
     return cells, missing

@@ -44,7 +44,7 @@ from clusterfl.io import atomic_write_json
 from clusterfl.metrics import METRICS, metric
 from clusterfl.partition import load_partition
 from clusterfl.tuning import apply_point
-from pipeline.common import SuitePaths, output_dir
+from pipeline.common import SuitePaths, output_dir, suite_flag
 from pipeline.progress import record_finished, suite_progress
 
 
@@ -86,8 +86,6 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         console.print(f"[yellow]note:[/yellow] {experiment}-{algorithm} is not a cell of suite "
                       f"{params.suite!r}; its report will not include it")
     dataset_name = params.partition(exp.partition)["dataset"]
-    from pipeline.common import suite_flag
-
     suite = suite_flag(params)  # `-p FILE` for a suite file --suite cannot name
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
                        f"{suite}")

@@ -23,6 +23,7 @@ from torch import nn
 
 from clusterfl.engine import (
     Adam,
+    BatchPlan,
     ClientData,
     ReferenceEngine,
     Sgd,
@@ -80,21 +81,31 @@ def synthetic_clients(
     return ClientData.from_lists(parts, parts, device)
 
 
+def engine_problem(
+    model_name: str, clients: int, batch: int, local_steps: int, hidden: int, seed: int,
+    device: str = "cpu",
+) -> tuple[ClientData, nn.Module, dict[str, torch.Tensor], torch.Tensor, BatchPlan]:
+    """The engine benchmarks' round: random clients, the model (on `device`), every client's
+    starting copy of it, the clients' ids and a plan of `local_steps` batches of `batch`."""
+    rng = np.random.default_rng(seed)
+    data = synthetic_clients(clients, batch * local_steps, rng, device)
+    options = {"hidden": hidden} if model_name == "dnn" else None
+    model = build_model(model_name, (FEATURES,), CLASSES, options).to(device)
+    g = torch.Generator().manual_seed(seed)
+    start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
+             for k, v in init_params(model, g).items()}
+    plan = make_plan(data.train_n.cpu().numpy(), batch, rng, local_steps=local_steps)
+    return data, model, start, torch.arange(clients, device=device), plan
+
+
 def bench_engine(
     model_name: str, clients: int = 40, batch: int = 20, local_steps: int = 10,
     repeats: int = 5, reference_repeats: int = 3, hidden: int = 128, seed: int = 0,
     device: str = "cpu",
 ) -> dict[str, Any]:
     """Client-steps per second of each engine on one round's local training."""
-    rng = np.random.default_rng(seed)
-    data = synthetic_clients(clients, batch * local_steps, rng, device)
-    options = {"hidden": hidden} if model_name == "dnn" else None
-    model = build_model(model_name, (FEATURES,), CLASSES, options)
-    g = torch.Generator().manual_seed(seed)
-    start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
-             for k, v in init_params(model, g).items()}
-    who = torch.arange(clients)
-    plan = make_plan(data.train_n.cpu().numpy(), batch, rng, local_steps=local_steps)
+    data, model, start, who, plan = engine_problem(model_name, clients, batch, local_steps,
+                                                   hidden, seed, device)
     rule = Sgd(lr=0.05)
 
     def rate(engine: Any, n: int) -> float:

@@ -29,31 +29,28 @@ from clusterfl.bench import (
     FASHION_MNIST_DIR,
     FEATURES,
     bench_round,
+    best_seconds,
+    engine_problem,
     fashion_mnist,
-    synthetic_clients,
     time_rounds,
     training_flops_per_sample,
 )
-from clusterfl.engine import Sgd, VectorizedEngine, make_plan
-from clusterfl.models import build_model, init_params
+from clusterfl.engine import Sgd, VectorizedEngine
 
 NO_CUDA = "no CUDA device"
 P1_CELL = ("p1_fmnist_dnn_val", "pfedkm_k4")
 
 
 def device_seconds(fn: Callable[[], Any], repeats: int, device: str, warmup: int = 2) -> float:
-    """Best wall seconds of `fn` over `repeats`, the device drained before and after."""
-    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    for _ in range(warmup):
+    """`best_seconds` of `fn`, the device drained after every call (CUDA runs async)."""
+    if device != "cuda":
+        return best_seconds(fn, repeats, warmup)
+
+    def drained() -> None:
         fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - start)
-    return best
+        torch.cuda.synchronize()
+
+    return best_seconds(drained, repeats, warmup)
 
 
 def gemm_tflops(device: str, tf32: bool = False, n: int = 4096) -> float:
@@ -108,14 +105,8 @@ def plain_rates(params: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Ten
 def engine_row(clients: int, device: str, precision: str = "fp32", batch: int = 20,
                local_steps: int = 10, hidden: int = 128, repeats: int = 5,
                with_plain: bool = True, seed: int = 0) -> dict[str, Any]:
-    rng = np.random.default_rng(seed)
-    data = synthetic_clients(clients, batch * local_steps, rng, device)
-    model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden}).to(device)
-    g = torch.Generator().manual_seed(seed)
-    start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
-             for k, v in init_params(model, g).items()}
-    who = torch.arange(clients, device=device)
-    plan = make_plan(data.train_n.cpu().numpy(), batch, rng, local_steps=local_steps)
+    data, model, start, who, plan = engine_problem("dnn", clients, batch, local_steps, hidden,
+                                                   seed, device)
     engine = VectorizedEngine(model, data, precision=precision)  # type: ignore[arg-type]
     rule = Sgd(lr=0.05)
     seconds = device_seconds(lambda: engine.train(start, who, rule, plan), repeats, device)
@@ -143,7 +134,8 @@ def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
                suite: Path = Path("suites/paper/params.yaml"), seed: int = 0
                ) -> tuple[Any, list[Any], str]:
     """A paper-suite cell's seed as `clusterfl train` builds it (its experiment, partition,
-    model, schedule and algorithm from the suite's params), with the engine in `precision`
+    model, schedule and algorithm from the suite's params), in `precision` (its
+    `training.precision`)
     and (optionally) fewer rounds, on Fashion-MNIST from `data_root` or random data of its
     shape where that is absent: (algorithm, evaluators, data source)."""
     import dataclasses
@@ -158,9 +150,10 @@ def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
                                 "repository root")
     params = load_params(suite)
     experiment, algorithm = params.experiment(cell[0]), params.algorithm(cell[1], cell[0])
+    schedule = dataclasses.replace(experiment.schedule, precision=precision)
     if rounds is not None:
-        experiment = dataclasses.replace(
-            experiment, schedule=dataclasses.replace(experiment.schedule, rounds=rounds))
+        schedule = dataclasses.replace(schedule, rounds=rounds)
+    experiment = dataclasses.replace(experiment, schedule=schedule)
     entry = dict(params.partition(experiment.partition))
     entry.pop("dataset")
     scheme = entry.pop("scheme")
@@ -169,8 +162,6 @@ def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
     partition = build_partition(dataset, scheme, entry, seed, f"partitions.{experiment.partition}")
     ctx = algorithm.cls.make_context(SeedInputs(experiment, dataset, partition, seed,
                                                 "vectorized", device))
-    ctx.engine = VectorizedEngine(ctx.model, ctx.engine.data, loss=ctx.engine.loss,
-                                  precision=precision)  # type: ignore[arg-type]
     instance = algorithm.cls(algorithm.hyper, ctx)
     names = list(experiment.evaluators or instance.default_evaluators())
     return instance, build_evaluators(names, ctx), source

@@ -92,7 +92,8 @@ def distinct_rows(points: torch.Tensor) -> int:
 def isometric_rows(points: torch.Tensor) -> torch.Tensor:
     """C rows in at most C - 1 dimensions with the same pairwise distances as the C rows of
     `points` (float64, centered, R^T of the QR factorization of the centered points^T)."""
-    centered = points.double() - points.double().mean(0)
+    points = points.double()
+    centered = points - points.mean(0)
     if centered.shape[1] < centered.shape[0]:
         return centered
     return torch.linalg.qr(centered.T, mode="r").R.T

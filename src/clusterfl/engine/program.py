@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.engine.base import ClientData, Prox
-from clusterfl.engine.kernels import Batch, BoundOracle, Kernel
+from clusterfl.engine.kernels import Batch, BmmKernel, BoundOracle, Kernel
 from clusterfl.engine.rules import LocalRule
 from clusterfl.types import Tensors
 
@@ -47,8 +47,6 @@ def can_capture(rule: LocalRule, kernel: Kernel) -> bool:
     """Whether a round of `rule` may be recorded as a CUDA graph: the rule says it makes no
     host synchronisation, and the kernel is the hand-written bmm one (vmap's functorch
     transforms are not checked under capture)."""
-    from clusterfl.engine.kernels import BmmKernel
-
     return bool(getattr(rule, "capturable", False)) and isinstance(kernel, BmmKernel)
 
 
