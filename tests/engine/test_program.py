@@ -99,6 +99,37 @@ def test_a_program_reloads_its_inputs_and_returns_tensors_of_the_callers_own():
     assert not any(results[1][k].data_ptr() == v.data_ptr() for k, v in buffers.items())
 
 
+def test_full_batches_take_the_fast_path_with_the_masked_paths_numbers():
+    """A round without padding skips the plan's bookkeeping (sort, masks, a [S, C, B] weight
+    tensor): the program fills 1/B itself. Its numbers are the masked path's, bit for bit
+    (an all-ones sample weight sends the same plan down that path), and a padded round of the
+    same shape on the same program afterwards gets its own weights back."""
+    model, data = MODELS["dnn"](), make_data((12, 9, 16, 20, 13))
+    full_clients, padded_clients = torch.tensor([0, 2, 3, 4]), torch.tensor([0, 1, 2, 3])
+    engine = VectorizedEngine(model, data, layout="whole")
+    params, rule = stacked_params(model, 4), Sgd(lr=0.2)
+
+    def plan_for(clients, seed=5):
+        sizes_ = np.array([12, 9, 16, 20, 13])[clients.numpy()]
+        return make_plan(sizes_, batch_size=4, rng=np.random.default_rng(seed), local_steps=3)
+
+    full = plan_for(full_clients)
+    assert bool(full.mask.all())
+    fast = engine.train(params, full_clients, rule, full)
+    program = next(iter(engine.programs.programs.values()))
+    assert program.uniform
+    ones = full.with_sample_weights(torch.ones(4, 20))
+    masked = VectorizedEngine(model, data, layout="whole").train(params, full_clients, rule, ones)
+    assert_close(fast, masked, rtol=0, atol=0)
+    padded = plan_for(padded_clients)
+    assert not bool(padded.mask.all())
+    for clients, plan in ((padded_clients, padded), (full_clients, full)):
+        out = engine.train(params, clients, rule, plan)
+        assert program.uniform == bool(plan.mask.all())
+        assert_close(out, ReferenceEngine(model, data).train(params, clients, rule, plan))
+    assert len(engine.programs.programs) == 1  # one shape, one program, weights reloaded
+
+
 def test_unequal_steps_fall_back_to_the_eager_whole_layout():
     model, data = MODELS["dnn"](), make_data()
     plan = make_plan(sizes(), batch_size=5, rng=np.random.default_rng(0), epochs=1)

@@ -67,18 +67,23 @@ class StepProgram:
         self.capture = capture
         self.graph: torch.cuda.CUDAGraph | None = None
         self.state: Tensors = {}
+        self.uniform = False  # whether `sample_weight` holds 1/B everywhere
 
     def _load(self, params: Tensors, clients: torch.Tensor, index: torch.Tensor,
-              sample_weight: torch.Tensor, prox: Prox | None) -> None:
-        for k, v in params.items():
-            self.params[k].copy_(v)
-        self.index.copy_(index)
-        self.sample_weight.copy_(sample_weight)
-        self.rows.copy_(clients * self.data.train_x.shape[1])
+              sample_weight: torch.Tensor | None, prox: Prox | None) -> None:
+        # One multi-tensor copy per group, not one launch per tensor: on a GPU the device
+        # waits while the host launches a round's loads.
+        copy_(list(self.params.values()), [params[k] for k in self.params])
+        self.index.copy_(index)  # straight from the plan (host) into the device buffer
+        if sample_weight is not None:
+            self.sample_weight.copy_(sample_weight)
+        elif not self.uniform:  # 1/B: the division the masked path does, 1 / mask.sum()
+            self.sample_weight.fill_(1.0).div_(self.shape.width)
+        self.uniform = sample_weight is None
+        torch.mul(clients, self.data.train_x.shape[1], out=self.rows)
         if prox is not None and self.prox is not None:
-            for k, v in prox.center.items():
-                self.prox.center[k].copy_(v)
-            self.prox.weight.copy_(prox.weight)
+            copy_([*self.prox.center.values(), self.prox.weight],
+                  [*(prox.center[k] for k in self.prox.center), prox.weight])
 
     def _body(self) -> Tensors:
         """The round: the rule's fresh state, every batch gathered, S steps in place."""
@@ -105,9 +110,10 @@ class StepProgram:
             self.state = self._body()
 
     def run(self, params: Tensors, clients: torch.Tensor, index: torch.Tensor,
-            sample_weight: torch.Tensor, prox: Prox | None) -> tuple[Tensors, Tensors]:
-        """The round from `params` (rows = `clients`, all on the data's device): new params and
-        the rule's final state, as tensors of the caller's own (the buffers are reused)."""
+            sample_weight: torch.Tensor | None, prox: Prox | None) -> tuple[Tensors, Tensors]:
+        """The round from `params` (rows = `clients`, on the data's device; `index` may be on
+        the host): new params and the rule's final state, as tensors of the caller's own (the
+        buffers are reused). `sample_weight` None: every sample weighs 1/B."""
         if self.capture and self.graph is None:
             self._load(params, clients, index, sample_weight, prox)
             try:
@@ -121,8 +127,26 @@ class StepProgram:
             self.graph.replay()
         else:
             self.state = self._body()
-        return ({k: v.clone() for k, v in self.params.items()},
-                {k: v.clone() for k, v in self.state.items()})
+        return _copies(self.params), _copies(self.state)
+
+
+def copy_(targets: list[torch.Tensor], sources: list[torch.Tensor]) -> None:
+    """targets[i] <- sources[i], as one multi-tensor kernel where the tensors allow it."""
+    if not targets:
+        return
+    if all(s.device == t.device and s.dtype == t.dtype for s, t in zip(sources, targets,
+                                                                       strict=True)):
+        torch._foreach_copy_(targets, sources)  # private, but in every torch >= 2.1
+        return
+    for t, s in zip(targets, sources, strict=True):
+        t.copy_(s)
+
+
+def _copies(tensors: Tensors) -> Tensors:
+    """Fresh tensors with `tensors`' values (the caller's own; the buffers are reused)."""
+    out = {k: torch.empty_like(v) for k, v in tensors.items()}
+    copy_(list(out.values()), list(tensors.values()))
+    return out
 
 
 class ProgramCache:
