@@ -130,6 +130,44 @@ def test_full_batches_take_the_fast_path_with_the_masked_paths_numbers():
     assert len(engine.programs.programs) == 1  # one shape, one program, weights reloaded
 
 
+@pytest.mark.parametrize("model_name", ["dnn", "deep"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_lazy_first_layer_is_the_same_sgd(model_name, weighted):
+    """Plain SGD's round with the first weight updated once at the end (x_t W_0^T minus the
+    Gram-weighted earlier gradients) equals the reference loop's step-by-step SGD."""
+    model, data = MODELS[model_name](), make_data()
+    plan = make_plan(sizes(), batch_size=2, rng=np.random.default_rng(4), local_steps=7)
+    if weighted:
+        q = torch.rand(len(CLIENTS), max(SIZES), generator=torch.Generator().manual_seed(5))
+        plan = plan.with_sample_weights(q)
+    params, rule = stacked_params(model, len(CLIENTS)), Sgd(lr=0.3)
+    engine = VectorizedEngine(model, data, layout="whole")
+    out = engine.train(params, CLIENTS, rule, plan)
+    assert next(iter(engine.programs.programs.values())).lazy
+    ref = ReferenceEngine(model, data).train(params, CLIENTS, rule, plan)
+    assert_close(out, ref)
+    first = next(iter(params))  # the lazily updated weight really moved, as the loop's did
+    assert not torch.allclose(out[first], params[first])
+
+
+def test_the_lazy_first_layer_only_where_it_is_the_same_sgd_and_pays():
+    from clusterfl.engine.kernels import make_kernel
+    from clusterfl.engine.program import LAZY_MAX_RATIO, lazy_first_layer
+
+    model = MODELS["dnn"]()
+    params = stacked_params(model, 2)
+    width = params[next(iter(params))].shape[1]
+    bmm, bf16 = make_kernel(model, "bmm"), make_kernel(model, "bmm", None, torch.bfloat16)
+    few = int(LAZY_MAX_RATIO * width)
+    assert lazy_first_layer(Sgd(lr=0.1), bmm, None, params, few)
+    assert not lazy_first_layer(Sgd(lr=0.1), bmm, None, params, few + 1)  # Gram too large
+    assert not lazy_first_layer(Sgd(lr=0.1, weight_decay=0.01), bmm, None, params, few)
+    assert not lazy_first_layer(Sgd(lr=0.1), bmm, prox_for(model), params, few)
+    assert not lazy_first_layer(Adam(lr=0.1), bmm, None, params, few)
+    assert not lazy_first_layer(Sgd(lr=0.1), bf16, None, params, few)
+    assert not lazy_first_layer(Sgd(lr=0.1), make_kernel(model, "vmap"), None, params, few)
+
+
 def test_unequal_steps_fall_back_to_the_eager_whole_layout():
     model, data = MODELS["dnn"](), make_data()
     plan = make_plan(sizes(), batch_size=5, rng=np.random.default_rng(0), epochs=1)

@@ -126,12 +126,14 @@ class BmmKernel:
     def _mm(self, t: torch.Tensor) -> torch.Tensor:
         return t if self.matmul_dtype is None else t.to(self.matmul_dtype)
 
-    def _forward(self, params: Tensors, x: torch.Tensor) -> list[torch.Tensor]:
-        """Inputs of every layer, then the logits: [h_0 = x, relu(z_1), ..., z_L]."""
+    def _forward(self, params: Tensors, x: torch.Tensor, first: torch.Tensor | None = None
+                 ) -> list[torch.Tensor]:
+        """Inputs of every layer, then the logits: [h_0 = x, relu(z_1), ..., z_L]; `first`:
+        z_1 computed by the caller (a fresh tensor: it is rectified in place)."""
         hs = [self._mm(x.flatten(2))]
         for i, (wn, bn) in enumerate(self.layers):
-            z = torch.baddbmm(self._mm(params[bn]).unsqueeze(1), hs[-1],
-                              self._mm(params[wn]).transpose(1, 2))
+            z = first if i == 0 and first is not None else torch.baddbmm(
+                self._mm(params[bn]).unsqueeze(1), hs[-1], self._mm(params[wn]).transpose(1, 2))
             hs.append(z.relu_() if i < len(self.layers) - 1 else z)
         return hs
 
@@ -139,14 +141,15 @@ class BmmKernel:
         logits = self._forward(params, x)[-1]
         return logits if self.matmul_dtype is None else logits.float()
 
-    def _backward(self, params: Tensors, batch: Batch, visit) -> None:
+    def _backward(self, params: Tensors, batch: Batch, visit,
+                  first: torch.Tensor | None = None) -> None:
         """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
         dz [G, B, out] of the weighted loss at the layer's output and its input h_in.
 
         The gradient flowing to the layer below is computed before `visit`, so `visit` may
         overwrite the layer's weights (the fused update does).
         """
-        hs = self._forward(params, batch.x)
+        hs = self._forward(params, batch.x, first)
         logits = hs.pop()
         if self.matmul_dtype is not None:
             logits = logits.float()
@@ -204,6 +207,25 @@ class BmmKernel:
                     shrink_and_pull_(w, 1.0, anchor[name], pull)
 
         self._backward(params, batch, visit)
+
+
+    def descend_lazy_first_(self, params: Tensors, batch: Batch, lr: float,
+                            first: torch.Tensor, first_grad: torch.Tensor) -> None:
+        """`descend_` with no decay and no anchor, except that the first layer's weight is
+        left alone: `first` is that layer's output for this batch, computed by the caller
+        from its lazily updated weight, and the gradient there goes into `first_grad` (the
+        caller applies a round's first-layer updates at once: `program.py`'s lazy round).
+        The first layer's bias and every other layer are updated as `descend_` does."""
+
+        def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
+            wn, bn = self.layers[i]
+            if i == 0:
+                first_grad.copy_(dz)
+            else:
+                params[wn].baddbmm_(dz.transpose(1, 2), h_in, alpha=-lr)
+            params[bn].sub_(self._bias_grad(dz, params[bn]), alpha=lr)
+
+        self._backward(params, batch, visit, first)
 
 
 def make_kernel(model: nn.Module, kind: KernelName = "auto", loss: str | None = None,

@@ -27,8 +27,13 @@ import torch
 
 from clusterfl.engine.base import ClientData, Prox
 from clusterfl.engine.kernels import Batch, BmmKernel, BoundOracle, Kernel
-from clusterfl.engine.rules import LocalRule
+from clusterfl.engine.rules import LocalRule, Sgd
 from clusterfl.types import Tensors
+
+# The lazy first layer pays a Gram matrix of the round's S*B samples (2 (S*B)^2 F flops a
+# client) to read the first weight twice a round instead of three times a step: measured
+# faster on an H100 at every S*B from 0.78 to 3.1 x the layer's width (docs/engine.md).
+LAZY_MAX_RATIO = 3.0
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,19 @@ def can_capture(rule: LocalRule, kernel: Kernel) -> bool:
     return bool(getattr(rule, "capturable", False)) and isinstance(kernel, BmmKernel)
 
 
+def lazy_first_layer(rule: LocalRule, kernel: Kernel, prox: Prox | None, params: Tensors,
+                     samples: int) -> bool:
+    """Whether a round may update the first layer's weight lazily: plain SGD (no weight
+    decay, no proximal term) on the bmm kernel in float32 or TF32, and few enough samples
+    (`samples` = S*B) against the first layer's width."""
+    if type(rule) is not Sgd or rule.weight_decay or prox is not None:
+        return False
+    if not isinstance(kernel, BmmKernel) or kernel.matmul_dtype is not None:
+        return False
+    width = params[kernel.layers[0][0]].shape[1]
+    return samples <= LAZY_MAX_RATIO * width
+
+
 class StepProgram:
     def __init__(self, kernel: Kernel, rule: LocalRule, data: ClientData, shape: ProgramShape,
                  params: Tensors, prox: Prox | None, capture: bool) -> None:
@@ -68,6 +86,7 @@ class StepProgram:
         self.graph: torch.cuda.CUDAGraph | None = None
         self.state: Tensors = {}
         self.uniform = False  # whether `sample_weight` holds 1/B everywhere
+        self.lazy = lazy_first_layer(rule, kernel, prox, params, s * b)
 
     def _load(self, params: Tensors, clients: torch.Tensor, index: torch.Tensor,
               sample_weight: torch.Tensor | None, prox: Prox | None) -> None:
@@ -87,6 +106,8 @@ class StepProgram:
 
     def _body(self) -> Tensors:
         """The round: the rule's fresh state, every batch gathered, S steps in place."""
+        if self.lazy:
+            return self._lazy_sgd_body()
         x_all, y_all = self.data.train_x, self.data.train_y
         s, c, b = self.index.shape
         flat = (self.index + self.rows.view(1, -1, 1)).flatten()
@@ -97,6 +118,38 @@ class StepProgram:
             batch = Batch(xs[step], ys[step], self.sample_weight[step])
             self.rule.step_(self.params, state, BoundOracle(self.kernel, batch), self.prox)
         return state
+
+    def _lazy_sgd_body(self) -> Tensors:
+        """Plain SGD with the first layer's weight W updated once, at the end of the round.
+
+        With no decay, W after t steps is W_0 - lr * sum_{u<t} g_u^T x_u (g_u: the gradient
+        at the layer's output for batch x_u), so the layer's output on batch x_t is
+            x_t W_0^T - lr * sum_{u<t} (x_t x_u^T) g_u + b_t,
+        the same SGD (other float rounding). The round reads W twice (x W_0^T for every
+        sample, and the final update, a GEMM with S*B inner terms) where the step loop reads
+        it three times a step in GEMMs of B inner terms: W is most of the bytes (a DNN's
+        784 x 128). Every other layer and every bias steps as `Sgd` does."""
+        kernel = self.kernel
+        assert isinstance(kernel, BmmKernel) and isinstance(self.rule, Sgd)
+        lr = self.rule.lr
+        x_all, y_all = self.data.train_x, self.data.train_y
+        s, c, b = self.index.shape
+        flat = (self.index + self.rows.view(1, -1, 1)).transpose(0, 1).reshape(-1)
+        xs = x_all.flatten(0, 1).index_select(0, flat).view(c, s * b, -1)  # client-major
+        ys = y_all.flatten().index_select(0, flat).view(c, s * b)
+        weight, bias = (self.params[name] for name in kernel.layers[0])
+        start_out = torch.bmm(xs, weight.transpose(1, 2))  # x_t W_0^T, every t at once
+        gram = torch.bmm(xs, xs.transpose(1, 2))  # x_t x_u^T
+        grads = torch.empty_like(start_out)  # g_u, filled step by step
+        for step in range(s):
+            rows = slice(step * b, (step + 1) * b)
+            first = start_out[:, rows] + bias.unsqueeze(1)
+            if step:
+                first.baddbmm_(gram[:, rows, : step * b], grads[:, : step * b], alpha=-lr)
+            batch = Batch(xs[:, rows], ys[:, rows], self.sample_weight[step])
+            kernel.descend_lazy_first_(self.params, batch, lr, first, grads[:, rows])
+        weight.baddbmm_(grads.transpose(1, 2), xs, alpha=-lr)
+        return {}
 
     def _record(self) -> None:
         """Warm up on a side stream (library handles, workspaces), then record the graph."""
