@@ -56,6 +56,8 @@ def test_bench_gpu_runs_without_cuda_and_without_mlflow_dvc_mlxtend(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = [json.loads(line) for line in proc.stdout.splitlines()]
     cuda = [r for r in rows if r.get("device") == "cuda"]
+    devices = [r.get("device") for r in rows]  # every cuda row before any CPU row
+    assert devices == sorted(devices, key=lambda d: d != "cuda") and devices[-1] == "cpu"
     if not torch.cuda.is_available():
         assert cuda and all(r == {"bench": r["bench"], "device": "cuda",
                                   "skipped": "no CUDA device"} for r in cuda)
