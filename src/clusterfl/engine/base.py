@@ -1,12 +1,16 @@
 """What the engines share: client data laid out for batching, proximal terms, the protocol."""
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import numpy as np
 import torch
 
 from clusterfl.types import Tensors
+
+if TYPE_CHECKING:  # rules.py and plan.py import this module
+    from clusterfl.engine.plan import BatchPlan
+    from clusterfl.engine.rules import LocalRule
 
 Split = Literal["train", "test"]
 
@@ -95,13 +99,15 @@ class LocalEngine(Protocol):
     loss: str | None  # `losses.sample_loss`'s: None picks it from the labels' dtype
 
     def train(
-        self, params: Tensors, clients: torch.Tensor, rule, plan, prox: Prox | None = None
+        self, params: Tensors, clients: torch.Tensor, rule: "LocalRule", plan: "BatchPlan",
+        prox: Prox | None = None,
     ) -> Tensors:
         """Run `plan` with `rule` from `params[i]` for each client in `clients`; new params."""
         ...
 
     def train_with_state(
-        self, params: Tensors, clients: torch.Tensor, rule, plan, prox: Prox | None = None
+        self, params: Tensors, clients: torch.Tensor, rule: "LocalRule", plan: "BatchPlan",
+        prox: Prox | None = None,
     ) -> tuple[Tensors, Tensors]:
         """As `train`, plus the rule's final per-client state (e.g. pFedMe's theta)."""
         ...

@@ -14,6 +14,7 @@ by default cross-entropy for class labels, squared error for float regression ta
 kernel built with `loss` (one of `losses.LOSSES`) uses that loss on class labels.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -26,6 +27,7 @@ from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_an
 from clusterfl.types import Tensors
 
 KernelName = Literal["auto", "bmm", "vmap"]
+Visit = Callable[[int, torch.Tensor, torch.Tensor], None]  # (layer, dz, its input)
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class BmmKernel:
         logits = self._forward(params, x)[-1]
         return logits if self.matmul_dtype is None else logits.float()
 
-    def _backward(self, params: Tensors, batch: Batch, visit,
+    def _backward(self, params: Tensors, batch: Batch, visit: Visit,
                   first: torch.Tensor | None = None) -> None:
         """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
         dz [G, B, out] of the weighted loss at the layer's output and its input h_in.
@@ -156,12 +158,13 @@ class BmmKernel:
         dz = loss_grad(logits, batch.y, batch.weight, self.loss)
         for i in range(len(self.layers) - 1, -1, -1):
             h_in = hs[i]
-            below = None
+            below: torch.Tensor | None = None
             if i > 0:
                 below = torch.bmm(self._mm(dz), self._mm(params[self.layers[i][0]]))
                 below = torch.ops.aten.threshold_backward(below, h_in, 0)
             visit(i, dz, h_in)
-            dz = below
+            if below is not None:
+                dz = below
 
     def _weight_grad(self, dz: torch.Tensor, h_in: torch.Tensor, like: torch.Tensor
                      ) -> torch.Tensor:
@@ -188,7 +191,7 @@ class BmmKernel:
     ) -> None:
         # A scalar shrink rides on baddbmm's beta; a per-client one needs its own pass.
         scalar = not isinstance(decay, torch.Tensor)
-        beta = 1.0 - decay if scalar else 1.0
+        beta = 1.0 if isinstance(decay, torch.Tensor) else 1.0 - decay
         fused = self.matmul_dtype is None  # bf16 products cannot accumulate into float32 w
 
         def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:

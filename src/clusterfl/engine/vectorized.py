@@ -18,9 +18,9 @@ gathered on the device at once, and a round whose clients all take every step ru
 bmm kernel only); see docs/engine.md for their effect on the papers' numbers.
 """
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 import torch
 from torch import nn
@@ -201,9 +201,10 @@ class VectorizedEngine:
             weight = mask / mask.sum(2, keepdim=True).clamp(min=1)
             if plan.weight is not None:
                 weight = weight * plan.weight.to(weight.dtype)
+        key: Hashable
         try:  # rules are frozen dataclasses: equal values share a program
             hash(rule)
-            key, hashable = rule, True
+            key, hashable = cast(Hashable, rule), True
         except TypeError:  # a program of its own (it keeps the rule alive: the id stays unique)
             key, hashable = ("unhashable", id(rule)), False
         shape = ProgramShape(c, s, b, key, plan.weight is not None,
