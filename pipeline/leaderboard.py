@@ -51,14 +51,16 @@ def board(path: Path, own: set[str], suite: str) -> Table:
     frame = pd.read_csv(path, index_col=0).sort_values("rank_average")
     schemes = [c.removesuffix("_mean") for c in frame.columns
                if c.endswith("_mean") and c != "average_mean"]
-    table = Table(title="leaderboard (test accuracy %, mean ± std over seeds; * = this "
-                        "suite's own)")
+    table = Table(title="leaderboard (test accuracy %, mean ± std over seeds; ranks count "
+                        "only differences beyond the seeds' spread; * = this suite's own)")
     families = frame.get("family")  # None in a report written before families
     for column in ("", "#", "algorithm", *(["family"] if families is not None else []),
                    *(s.removeprefix("bm_") for s in schemes), "average rank"):
         table.add_column(column, justify="left" if column in ("algorithm", "family")
                          else "right")
-    for place, (name, row) in enumerate(frame.iterrows(), start=1):
+    averages = frame["rank_average"]
+    for name, row in frame.iterrows():
+        place = 1 + int((averages < row["rank_average"]).sum())  # equal averages share it
         cells = [("-" if pd.isna(row[f"{s}_mean"]) else
                   f"{row[f'{s}_mean']:.2f} ± {row[f'{s}_std']:.2f}") for s in schemes]
         family = [str(families[name])] if families is not None else []

@@ -5,6 +5,8 @@ import pandas as pd
 
 from clusterfl.papers.benchmark.report.tables import (
     at_grid_edge,
+    clear_winner,
+    clearly_better,
     family_of,
     leaderboard,
     leaderboard_markdown,
@@ -18,35 +20,56 @@ ROWS = pd.DataFrame([  # algorithms x, y, c; schemes a, b (x has no run on b)
 ], columns=["algorithm", "experiment", "seed", "value"])
 
 
-def test_mean_std_ranks_and_average_rank():
+def test_mean_std_ranks_count_only_differences_beyond_the_spread():
     mean, std = leaderboard(ROWS, ["x", "y", "c"], ["a", "b"])
     assert mean.loc["x", "a"] == 85.0 and std.loc["x", "a"] == 5.0  # population std
     assert np.isnan(mean.loc["x", "b"]) and mean.loc["y", "b"] == 70.0
-    ranked = ranks(mean)
-    # scheme a: x 85, y 85 tie at 1.5, c 3; scheme b: y, c 70 tie at 1.5, x has no rank
-    assert ranked.loc["x", "a"] == 1.5 and ranked.loc["y", "a"] == 1.5
-    assert ranked.loc["c", "a"] == 3.0 and ranked.loc["c", "b"] == 1.5
+    ranked = ranks(mean, std)
+    # scheme a: x 85 ± 5 and y 85 ± 0 share rank 1, c 50 ± 0 is beaten by both (rank 3);
+    # scheme b: y and c 70 ± 0 share rank 1, x has no rank
+    assert ranked.loc["x", "a"] == 1.0 and ranked.loc["y", "a"] == 1.0
+    assert ranked.loc["c", "a"] == 3.0 and ranked.loc["c", "b"] == 1.0
     assert np.isnan(ranked.loc["x", "b"])
-    assert ranked.loc["x", "average"] == 1.5  # over the schemes it has
-    assert ranked.loc["c", "average"] == 2.25
+    assert ranked.loc["x", "average"] == 1.0  # over the schemes it has
+    assert ranked.loc["c", "average"] == 2.0
 
 
-def test_markdown_bolds_every_best_and_shows_rank():
+def test_a_lead_inside_the_spread_is_a_tie_and_beyond_it_a_rank():
+    mean = pd.DataFrame({"s": [78.60, 77.58, 70.0]}, index=["fedgroup", "flhc", "local"])
+    std = pd.DataFrame({"s": [0.79, 0.65, 0.5]}, index=mean.index)
+    better = clearly_better(mean["s"], std["s"])
+    # 78.60 - 0.79 = 77.81 < 77.58 + 0.65 = 78.23: the iid lead of the committed board is noise
+    assert not better.loc["fedgroup", "flhc"] and better.loc["fedgroup", "local"]
+    assert list(ranks(mean, std)["s"]) == [1.0, 1.0, 3.0]
+    assert clear_winner(mean["s"], std["s"]) is None
+    std.loc["flhc", "s"] = 0.1  # 77.81 > 77.68: now beyond both spreads
+    assert list(ranks(mean, std)["s"]) == [1.0, 2.0, 3.0]
+    assert clear_winner(mean["s"], std["s"]) == "fedgroup"
+    lower = ranks(mean, std, lower_is_better=True)["s"]  # a loss: the smallest wins
+    assert list(lower) == [3.0, 2.0, 1.0]
+
+
+def test_markdown_bolds_only_a_clear_winner_and_marks_shared_ranks():
     mean, std = leaderboard(ROWS, ["x", "y", "c"], ["a", "b"])
-    text = leaderboard_markdown(mean, std, ranks(mean), {"a": "A"})
+    text = leaderboard_markdown(mean, std, ranks(mean, std), {"a": "A"})
     lines = text.splitlines()
     assert lines[0] == "| algorithm | A | b | average rank |"
-    assert lines[2] == "| x | **85.00 ± 5.00 (1.5)** | – | 1.50 |"
-    assert lines[3] == "| y | **85.00 ± 0.00 (1.5)** | **70.00 ± 0.00 (1.5)** | 1.50 |"
-    assert lines[4] == "| c | 50.00 ± 0.00 (3) | **70.00 ± 0.00 (1.5)** | 2.25 |"
+    assert lines[2] == "| x | 85.00 ± 5.00 (=1) | – | 1.00 |"
+    assert lines[3] == "| y | 85.00 ± 0.00 (=1) | 70.00 ± 0.00 (=1) | 1.00 |"
+    assert lines[4] == "| c | 50.00 ± 0.00 (3) | 70.00 ± 0.00 (=1) | 2.00 |"
+    clear = ROWS[ROWS.algorithm != "x"]  # scheme a without x: y's 85 beats c's 50 cleanly
+    mean, std = leaderboard(clear, ["y", "c"], ["a"])
+    lines = leaderboard_markdown(mean, std, ranks(mean, std), {}).splitlines()
+    assert lines[2] == "| y | **85.00 ± 0.00 (1)** | 1.00 |"
+    assert lines[3] == "| c | 50.00 ± 0.00 (2) | 2.00 |"
 
 
 def test_markdown_with_families_orders_rows_by_average_rank():
     mean, std = leaderboard(ROWS, ["c", "x", "y"], ["a", "b"])
-    text = leaderboard_markdown(mean, std, ranks(mean), {}, families={"x": "global"})
+    text = leaderboard_markdown(mean, std, ranks(mean, std), {}, families={"x": "global"})
     lines = text.splitlines()
     assert lines[0] == "| algorithm | family | a | b | average rank |"
-    # x and y tie at 1.50 and keep their given order; c (2.25) goes last
+    # x and y tie at 1.00 and keep their given order; c (2.00) goes last
     assert [line.split(" | ")[:2] for line in lines[2:]] == [
         ["| x", "global"], ["| y", "other"], ["| c", "other"]]
 

@@ -33,7 +33,10 @@ from clusterfl.tuning import cluster_field
 
 INTRO = """Personalized test accuracy (%): the model each client uses, on its own test split, \
 weighted by test samples, in the last round; mean ± std over seeds {seeds}, (rank in the \
-scheme); **bold**: the best of the scheme; rows by average rank. Each cell trained with the \
+scheme: 1 + the number of algorithms better beyond the seeds' spread, i.e. with mean ± std \
+intervals apart; `=r`: a rank shared by algorithms within each other's noise); **bold**: a \
+scheme's winner only where it beats every other beyond that spread; rows by average rank. \
+Each cell trained with the \
 lr (and K) picked on the validation split (picks below; protocol: docs/benchmark.md). \
 Family: global (one model), local (no communication), personalized (a model per client \
 built from a shared one), clustered (models per cluster or mixture component).
@@ -52,7 +55,7 @@ def build(report: ReportInput) -> ReportOutput:
          "value": TEST_ACC.scale * h.records[-1][TEST_ACC.name]}
         for (e, a), seeds in histories.items() for h in seeds])
     mean, std = leaderboard(rows, algorithms, schemes)
-    ranked = ranks(mean)
+    ranked = ranks(mean, std)
     seeds = sorted({h.seed for seeds in histories.values() for h in seeds})
     families = {a: _family(report, a, next(e for e, b in cells if b == a)) for a in algorithms}
     board = leaderboard_markdown(mean, std, ranked, titles, families=families)

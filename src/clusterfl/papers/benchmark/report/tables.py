@@ -41,12 +41,41 @@ def leaderboard(rows: pd.DataFrame, algorithms: Sequence[str], schemes: Sequence
     return mean, std
 
 
-def ranks(mean: pd.DataFrame, lower_is_better: bool = False) -> pd.DataFrame:
-    """Rank of each algorithm per scheme (1 = best; ties share the mean of their ranks;
-    a missing cell has no rank), and the column `average` over the schemes it has."""
-    ranked = mean.rank(axis=0, ascending=lower_is_better, method="average")
-    ranked["average"] = ranked.mean(axis=1)
+def clearly_better(mean: pd.Series, std: pd.Series, lower_is_better: bool = False
+                   ) -> pd.DataFrame:
+    """better[i, j]: algorithm i beats j by more than the seeds' spread of both, i.e. their
+    mean ± std intervals are apart (i's worse end beyond j's better end); False where
+    either has no number."""
+    sign = -1.0 if lower_is_better else 1.0
+    worst = sign * mean - std.fillna(0.0)  # i's end towards j
+    best = sign * mean + std.fillna(0.0)
+    values = worst.to_numpy()[:, None] > best.to_numpy()[None, :]
+    return pd.DataFrame(values, index=mean.index, columns=mean.index)
+
+
+def ranks(mean: pd.DataFrame, std: pd.DataFrame, lower_is_better: bool = False
+          ) -> pd.DataFrame:
+    """Rank of each algorithm per scheme, counting only differences beyond the seeds'
+    spread: 1 + the number of algorithms clearly better (`clearly_better`), so algorithms
+    within each other's noise share a rank (a missing cell has none); the column `average`
+    over the schemes it has."""
+    ranked = pd.DataFrame(np.nan, index=mean.index, columns=mean.columns)
+    for col in mean.columns:
+        has = mean[col].notna()
+        better = clearly_better(mean.loc[has, col], std.loc[has, col], lower_is_better)
+        ranked.loc[has, col] = 1.0 + better.sum(axis=0).to_numpy()
+    ranked["average"] = ranked[list(mean.columns)].mean(axis=1)
     return ranked
+
+
+def clear_winner(mean: pd.Series, std: pd.Series, lower_is_better: bool = False
+                 ) -> str | None:
+    """The algorithm that beats every other of the scheme beyond the seeds' spread, if one
+    does (with a single algorithm, that one)."""
+    has = mean.notna()
+    better = clearly_better(mean[has], std[has], lower_is_better)
+    wins = [a for a in better.index if int(better.loc[a].sum()) == len(better) - 1]
+    return wins[0] if wins else None
 
 
 def by_rank(ranked: pd.DataFrame, algorithms: Sequence[str]) -> list[str]:
@@ -57,15 +86,16 @@ def by_rank(ranked: pd.DataFrame, algorithms: Sequence[str]) -> list[str]:
 def leaderboard_markdown(mean: pd.DataFrame, std: pd.DataFrame, ranked: pd.DataFrame,
                          titles: dict[str, str], lower_is_better: bool = False,
                          digits: int = 2, families: dict[str, str] | None = None) -> str:
-    """Rows algorithms, columns schemes: `mean ± std (rank)`, the best mean of each column
-    in bold (every one of equal best), and the average rank as the last column. With
-    `families` (algorithm -> family), a family column follows the algorithm's name and the
-    rows go by average rank, best first (ties in the given order)."""
+    """Rows algorithms, columns schemes: `mean ± std (rank)`, a shared rank written `=r`;
+    in bold only a scheme's clear winner (`clear_winner`: beyond the seeds' spread of every
+    other), and the average rank as the last column. With `families` (algorithm -> family),
+    a family column follows the algorithm's name and the rows go by average rank, best
+    first (ties in the given order)."""
     order = by_rank(ranked, mean.index) if families is not None else list(mean.index)
     header = ["algorithm", *(["family"] if families is not None else []),
               *[titles.get(c, c) for c in mean.columns], "average rank"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    best = mean.min(axis=0) if lower_is_better else mean.max(axis=0)
+    winners = {c: clear_winner(mean[c], std[c], lower_is_better) for c in mean.columns}
     for alg in order:
         cells = [alg, *([families.get(alg, "other")] if families is not None else [])]
         for col in mean.columns:
@@ -73,8 +103,10 @@ def leaderboard_markdown(mean: pd.DataFrame, std: pd.DataFrame, ranked: pd.DataF
             if np.isnan(m):
                 cells.append("–")
                 continue
-            text = f"{m:.{digits}f} ± {std.loc[alg, col]:.{digits}f} ({ranked.loc[alg, col]:g})"
-            cells.append(f"{BEST}{text}{BEST}" if m == best[col] else text)
+            rank = ranked.loc[alg, col]
+            tie = "=" if int((ranked[col] == rank).sum()) > 1 else ""
+            text = f"{m:.{digits}f} ± {std.loc[alg, col]:.{digits}f} ({tie}{rank:g})"
+            cells.append(f"{BEST}{text}{BEST}" if winners[col] == alg else text)
         cells.append(f"{ranked.loc[alg, 'average']:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
