@@ -14,6 +14,14 @@ suite's `extends` chain, so a change to one algorithm's entry re-runs its cells 
 committed files are checked against a fresh rendering (`render --check`,
 tests/test_render.py), so they are never typed by hand, and the report stage refuses a stale
 one.
+
+The files stay readable: a cell's loop item keeps only what its stages cannot derive
+(`compact_items`: a value the same for every cell is written into the template, a path of
+the cell's paper as `src/clusterfl/papers/${item.paper}/...`), cells that are a whole
+experiments x algorithms grid are a DVC `matrix` (stage names `train@<experiment>-
+<algorithm>` as before), other cells a `foreach` of one line each, and the one YAML anchor
+is the named `&cells` that tune and train share. DVC expands each file to exactly the
+stages of one full item per cell (tests/test_render.py), so params and deps stay exact.
 """
 
 import re
@@ -35,8 +43,6 @@ HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the impor
           "# `clusterfl render` (`make reproduce` does). docs/architecture.md explains it.\n")
 CLI = "pipeline.cli"  # imported by every stage's process
 WIDTH = 200  # a loop item, one cell, stays on one line
-
-
 ITEM = "${{item.{}}}"  # DVC's reference to a field of a loop's item
 CELL_KEYS = ("experiment", "algorithm")  # a cell's name, `<experiment>-<algorithm>`
 
@@ -197,10 +203,10 @@ def compact_items(items: dict[str, dict[str, str]], keys: Sequence[str]
     first = next(iter(items.values()))
     kept, fill = list(keys), {}
     for field in first:
-        values = [item[field] for item in items.values()]
         if field in keys:
             continue
-        if len(set(values)) == 1:
+        values = [item[field] for item in items.values()]
+        if all(value == values[0] for value in values):
             fill[field] = values[0]
             continue
         for source in kept:
