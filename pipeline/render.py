@@ -14,9 +14,19 @@ suite's `extends` chain, so a change to one algorithm's entry re-runs its cells 
 committed files are checked against a fresh rendering (`render --check`,
 tests/test_render.py), so they are never typed by hand, and the report stage refuses a stale
 one.
+
+The files stay readable: a cell's loop item keeps only what its stages cannot derive
+(`compact_items`: a value the same for every cell is written into the template, a path of
+the cell's paper as `src/clusterfl/papers/${item.paper}/...`), cells that are a whole
+experiments x algorithms grid are a DVC `matrix` (stage names `train@<experiment>-
+<algorithm>` as before), other cells a `foreach` of one line each, and the one YAML anchor
+is the named `&cells` that tune and train share. DVC expands each file to exactly the
+stages of one full item per cell (tests/test_render.py), so params and deps stay exact.
 """
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
+from itertools import product
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +42,56 @@ HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the impor
           "# edit. Change the suite's params file or pipeline/render.py, then run\n"
           "# `clusterfl render` (`make reproduce` does). docs/architecture.md explains it.\n")
 CLI = "pipeline.cli"  # imported by every stage's process
+WIDTH = 200  # a loop item, one cell, stays on one line
+ITEM = "${{item.{}}}"  # DVC's reference to a field of a loop's item
+CELL_KEYS = ("experiment", "algorithm")  # a cell's name, `<experiment>-<algorithm>`
+
+
+class Row(dict):
+    """A mapping written on one line (`{paper: p1, experiment: ...}`): a loop item."""
+
+
+class Line(list):
+    """A list written on one line (`[fedavg, ifca, ...]`): an axis of a matrix."""
+
+
+class Named(dict):
+    """A mapping written once under the YAML anchor `anchor` and aliased where it recurs."""
+
+    def __init__(self, anchor: str, content: dict[str, Any]) -> None:
+        super().__init__(content)
+        self.anchor = anchor
+
+
+class _Dumper(yaml.SafeDumper):
+    """Anchors only a `Named` mapping, by its name: a reader sees `*cells`, never PyYAML's
+    `*id001` for an object that happens to be shared."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.anchor_names: dict[int, str] = {}  # id of a Named mapping's node -> its anchor
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return not isinstance(data, Named)
+
+    def generate_anchor(self, node: yaml.Node) -> str:
+        return self.anchor_names[id(node)]
+
+    def represent_named(self, data: Named) -> yaml.Node:
+        node = self.represent_dict(data)
+        self.anchor_names[id(node)] = data.anchor
+        return node
+
+    def represent_row(self, data: Row) -> yaml.Node:
+        return self.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True)
+
+    def represent_line(self, data: Line) -> yaml.Node:
+        return self.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+
+_Dumper.add_representer(Named, _Dumper.represent_named)
+_Dumper.add_representer(Row, _Dumper.represent_row)
+_Dumper.add_representer(Line, _Dumper.represent_line)
 
 
 def suite_files(root: Path) -> list[Path]:
@@ -112,6 +172,78 @@ def _params(chain: list[tuple[Path, dict[str, Any]]], keys: list[str], root: Pat
     return [{path: names} for path, names in files.items()]
 
 
+def _fill(template: Any, fill: dict[str, str]) -> Any:
+    """`template` with each `${item.<field>}` of `fill` replaced by its text, in strings and
+    mapping keys alike."""
+    if isinstance(template, str):
+        for field, text in fill.items():
+            template = template.replace(ITEM.format(field), text)
+        return template
+    if isinstance(template, list):
+        return [_fill(value, fill) for value in template]
+    if isinstance(template, dict):
+        return {_fill(key, fill): _fill(value, fill) for key, value in template.items()}
+    return template
+
+
+def _in_terms_of(value: str, field: str, source: str) -> str:
+    """`value` with each path or key segment (between `/` and `.`) equal to `source` written
+    as `${item.<field>}`: `src/clusterfl/papers/p1/params.yaml` in terms of paper `p1`."""
+    return "".join(ITEM.format(field) if part == source else part
+                   for part in re.split(r"([/.])", value))
+
+
+def compact_items(items: dict[str, dict[str, str]], keys: Sequence[str]
+                  ) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """The loop's items with only the fields a stage cannot derive, and the text the template
+    gets for each dropped field: the same in every item (a suite of one paper: its paths), or
+    written in terms of a kept field (`src/clusterfl/papers/${item.paper}/__init__.py`).
+    `keys` (what a cell's name is made of) are always kept. Each derivation holds for every
+    item, so DVC expands the loop to exactly the stages of the full items."""
+    first = next(iter(items.values()))
+    kept, fill = list(keys), {}
+    for field in first:
+        if field in keys:
+            continue
+        values = [item[field] for item in items.values()]
+        if all(value == values[0] for value in values):
+            fill[field] = values[0]
+            continue
+        for source in kept:
+            text = _in_terms_of(first[field], source, first[source])
+            if text != first[field] and all(
+                    text.replace(ITEM.format(source), item[source]) == item[field]
+                    for item in items.values()):
+                fill[field] = text
+                break
+        else:
+            kept.append(field)
+    return {name: {f: v for f, v in item.items() if f in kept}
+            for name, item in items.items()}, fill
+
+
+def cell_loop(cells: dict[str, dict[str, str]]) -> tuple[dict[str, Any], dict[str, str]]:
+    """DVC's loop over the cells (`compact_items`), named `cells` (tune and train share it),
+    and the text its template gets for the dropped fields: a `matrix` of experiments x
+    algorithms when the cells are that whole grid in order and nothing else varies (DVC names
+    its stages `<stage>@<experiment>-<algorithm>`, as a `foreach` over the cells does), else
+    a `foreach` of one line per cell."""
+    rows, fill = compact_items(cells, CELL_KEYS)
+    axes = {key: Line(dict.fromkeys(row[key] for row in rows.values())) for key in CELL_KEYS}
+    grid = [("-".join(values), dict(zip(CELL_KEYS, values, strict=True)))
+            for values in product(*axes.values())]
+    if list(rows.items()) == grid:
+        return {"matrix": Named("cells", axes)}, fill
+    return {"foreach": Named("cells", {name: Row(row) for name, row in rows.items()})}, fill
+
+
+def _looped(loop: dict[str, Any], fill: dict[str, str], template: dict[str, Any]
+            ) -> dict[str, Any]:
+    """A stage that runs `template` for each item of `loop` (`cell_loop`)."""
+    body = _fill(template, fill)
+    return {**loop, **body} if "matrix" in loop else {**loop, "do": body}
+
+
 def _data_stages(params: SuiteConfig, root: Path, code: Code,
                  chain: list[tuple[Path, dict[str, Any]]], wdir_text: str) -> dict[str, Any]:
     """The download and partition stages of a suite with data of its own."""
@@ -122,7 +254,7 @@ def _data_stages(params: SuiteConfig, root: Path, code: Code,
         "params": _params(chain, ["dataset_options"], root, ["datasets.${item}"]),
         "deps": code.paths(code.reach("download")),
         "outs": [f"{data}/raw/${{item}}"]}}
-    out["partition"] = {"foreach": {p: {"dataset": params.partition(p)["dataset"]}
+    out["partition"] = {"foreach": {p: Row(dataset=params.partition(p)["dataset"])
                                     for p in params.suite_partitions}, "do": {
         "wdir": wdir_text, "cmd": f"clusterfl partition ${{key}} --suite {name}",
         "params": _params(chain, ["seeds", "partition_options"], root,
@@ -133,8 +265,11 @@ def _data_stages(params: SuiteConfig, root: Path, code: Code,
     return out
 
 
-def stages(params: SuiteConfig, root: Path, code: Code) -> dict[str, Any]:
-    """The suite's dvc.yaml as a mapping (its stages and plots)."""
+def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
+           ) -> dict[str, Any]:
+    """The suite's dvc.yaml as a mapping (its stages and plots). With `compact=False` the
+    cells are a `foreach` whose items carry every field; the compact form (`cell_loop`) must
+    expand to the same stages (tests/test_render.py checks it with DVC's own parser)."""
     name, chain, home = params.suite, suite_chain(params.file), params.home
     wdir = Path(*[".."] * len(params.file.resolve().parent.relative_to(root.resolve()).parts))
     wdir_text = wdir.as_posix() if wdir.parts else "."
@@ -168,9 +303,10 @@ def stages(params: SuiteConfig, root: Path, code: Code) -> dict[str, Any]:
         out |= _data_stages(params, root, code, chain, wdir_text)
     train_cmd = f"clusterfl train ${{item.experiment}} ${{item.algorithm}} --suite {name}"
     tuned = params.tuning is not None and bool(cells)
+    loop, fill = cell_loop(cells) if cells and compact else ({"foreach": cells}, {})
     if tuned:
         picks = f"results/{home}/tuning/${{item.experiment}}/${{item.algorithm}}"
-        out["tune"] = {"foreach": cells, "do": {
+        out["tune"] = _looped(loop, fill, {
             "wdir": wdir_text, "cmd": f"clusterfl tune ${{item.experiment}} "
             f"${{item.algorithm}} --suite {name} --device auto",
             "params": [*_params(chain, ["tuning", "training"], root),
@@ -178,15 +314,15 @@ def stages(params: SuiteConfig, root: Path, code: Code) -> dict[str, Any]:
             "deps": [*code.paths({m for m in code.reach("tune")
                                   if not m.startswith("clusterfl.papers.")}),
                      *cell_deps[len(train_code):]],
-            "outs": [picks]}}
+            "outs": [picks]})
         train_cmd += f" --device auto --picks {picks}/picks.json"
     if cells:
-        out["train"] = {"foreach": cells, "do": {
+        out["train"] = _looped(loop, fill, {
             "wdir": wdir_text, "cmd": train_cmd,
             "params": [*_params(chain, ["seeds", "training"], root,
                                ["tracking"]), *cell_params],
             "deps": [*cell_deps, *([picks] if tuned else [])],
-            "outs": [f"results/{home}/${{item.experiment}}/${{item.algorithm}}"]}}
+            "outs": [f"results/{home}/${{item.experiment}}/${{item.algorithm}}"]})
 
     def report(keys: list[str], reports: str, cmd: str, partitions: list[str]) -> dict[str, Any]:
         """A report stage on the cells of papers `keys`, written under `reports`."""
@@ -225,7 +361,8 @@ def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:
     """The text of the suite's dvc.yaml."""
     code = code or Code(root)
     shown = params.file.resolve().relative_to(root.resolve()).as_posix()
-    body = yaml.safe_dump(stages(params, root, code), sort_keys=False, width=100)
+    body = yaml.dump(stages(params, root, code), Dumper=_Dumper, sort_keys=False,
+                     width=WIDTH)
     return HEADER.format(suite=shown) + body
 
 

@@ -11,6 +11,7 @@ from clusterfl.config import load_params
 from clusterfl.errors import UserError
 from clusterfl.suite import home, merge
 from pipeline.render import Code, stages
+from tests.workspace import dvc_stages
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMES = ["bm_iid", "bm_patho2", "bm_dir01", "bm_dir05", "bm_quantity", "bm_noise",
@@ -52,17 +53,15 @@ def test_my_method_shares_the_benchmark_and_trains_only_its_own_cells():
                                                                      "MyFedProx")
 
 
-def test_rendering_trains_own_cells_into_the_parents_directories():
+def test_rendering_trains_own_cells_into_the_parents_directories(tmp_path):
     p = load_params(ROOT / "suites/my_method/params.yaml")
     out = stages(p, ROOT, Code(ROOT))["stages"]
     assert sorted(out) == ["report", "train", "tune"]  # the benchmark prepares the data
-    train = out["train"]["do"]
-    assert train["outs"] == ["results/benchmark/${item.experiment}/${item.algorithm}"]
+    train = dvc_stages({"stages": out}, tmp_path)["train@bm_rot4-my_fedprox"]
+    assert train["outs"] == ["results/benchmark/bm_rot4/my_fedprox"]
     assert "examples/my_fedprox.py" in train["deps"]
-    assert "data/benchmark/partitions/${item.partition}" in train["deps"]
-    item = out["train"]["foreach"]["bm_iid-my_fedprox"]
-    assert (item["algorithm_params"], item["algorithm_key"]) == (
-        "suites/my_method/params.yaml", "suite.algorithms.my_fedprox")
+    assert "data/benchmark/partitions/bm_rot4" in train["deps"]
+    assert {"suites/my_method/params.yaml": ["suite.algorithms.my_fedprox"]} in train["params"]
     report = out["report"]["deps"]
     assert "results/benchmark/bm_iid/fedavg" in report
     assert "results/benchmark/bm_mixrandom/my_fedprox" in report

@@ -75,3 +75,16 @@ def render(ws: Path, env: dict[str, str], *suites: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "pipeline.cli", "render", *suites], cwd=ws,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def dvc_stages(pipeline: dict, wdir: Path) -> dict[str, dict]:
+    """The stages DVC's own parser expands a dvc.yaml mapping to (`foreach` and `matrix`
+    loops resolved: `train@<experiment>-<algorithm>` -> its cmd, params, deps, outs);
+    `wdir`, an empty directory, is where it would look for a `vars` params file."""
+    from types import SimpleNamespace
+
+    from dvc.fs import LocalFileSystem
+    from dvc.parsing import DataResolver
+
+    repo = SimpleNamespace(fs=LocalFileSystem(), config={})
+    return DataResolver(repo, str(wdir), pipeline).resolve()["stages"]
