@@ -1,13 +1,13 @@
-"""APFL (`papers/benchmark/training/apfl.py`): two rounds by hand (adaptive and fixed alpha),
+"""APFL (`algorithms/apfl.py`): two rounds by hand (adaptive and fixed alpha),
 the step's projection of alpha onto [0, 1], both engines agree, one seed through the runner
 is deterministic."""
 
 import pytest
 import torch
 
+from clusterfl.algorithms.apfl import Apfl, ApflHyper, ApflStep
 from clusterfl.engine.rules import descend_unfused_
 from clusterfl.errors import UserError
-from clusterfl.papers.benchmark.training.apfl import Apfl, ApflHyper, ApflStep
 from tests.papers.benchmark.baselines import (
     assert_models_close,
     both_engines,

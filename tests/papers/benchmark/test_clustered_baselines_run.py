@@ -9,11 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from clusterfl.algorithms.fedgroup import FedGroupHyper
+from clusterfl.algorithms.fesem import FeSemHyper
+from clusterfl.algorithms.flhc import FlHcHyper
 from clusterfl.config import load_params
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
-from clusterfl.papers.benchmark.training.fedgroup import FedGroupHyper
-from clusterfl.papers.benchmark.training.fesem import FeSemHyper
-from clusterfl.papers.benchmark.training.flhc import FlHcHyper
 from clusterfl.partition.schemes import NaturalOptions, natural
 from clusterfl.runner import run_seed
 from clusterfl.tuning import cluster_field

@@ -1,11 +1,11 @@
-"""Ditto (`papers/benchmark/training/ditto.py`): two rounds by hand, the personal steps walk
+"""Ditto (`algorithms/ditto.py`): two rounds by hand, the personal steps walk
 the global steps' batches, both engines agree, one seed through the runner is deterministic."""
 
 import pytest
 import torch
 
 from clusterfl.aggregation import weighted_average
-from clusterfl.papers.benchmark.training.ditto import Ditto, DittoHyper
+from clusterfl.algorithms.ditto import Ditto, DittoHyper
 from tests.papers.benchmark.baselines import (
     SIZES,
     assert_models_close,

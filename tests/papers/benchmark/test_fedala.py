@@ -1,4 +1,4 @@
-"""FedALA (papers/benchmark/training/fedala.py): its pure steps with exact numbers (the
+"""FedALA (algorithms/fedala.py): its pure steps with exact numbers (the
 weight update and clip, the subset plan, the stopping rule), two rounds by hand (the first
 ALA learns W over several epochs, the second one epoch from the kept W), both engines agree,
 bad input, and a seed through the runner."""
@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.errors import UserError
-from clusterfl.papers.benchmark.training.fedala import (
+from clusterfl.algorithms.fedala import (
     FedAlaHyper,
     LearnAggregationWeights,
     converged,
     subset_plan,
 )
+from clusterfl.errors import UserError
 from tests.papers.benchmark.split_problem import (
     HEAD,
     TIGHT,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.papers.benchmark.training.fedgroup import (
+from clusterfl.algorithms.fedgroup import (
     FedGroup,
     FedGroupHyper,
     decomposed_cosine,

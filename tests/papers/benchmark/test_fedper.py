@@ -1,12 +1,12 @@
-"""FedPer (papers/benchmark/training/fedper.py): two rounds by hand, FedPer sharing every
+"""FedPer (algorithms/fedper.py): two rounds by hand, FedPer sharing every
 layer is FedAvg bit for bit, both engines agree, and a seed through the runner."""
 
 import pytest
 import torch
 
+from clusterfl.algorithms.fedper import FedPerHyper
+from clusterfl.algorithms.split_model import split_names
 from clusterfl.errors import UserError
-from clusterfl.papers.benchmark.training.fedper import FedPerHyper
-from clusterfl.papers.benchmark.training.split_model import split_names
 from tests.papers.benchmark.split_problem import (
     BASE,
     HEAD,

@@ -1,13 +1,13 @@
-"""FedProx (`papers/benchmark/training/fedprox.py`): a round by hand, mu = 0 is FedAvg bit
+"""FedProx (`algorithms/fedprox.py`): a round by hand, mu = 0 is FedAvg bit
 for bit, both engines agree, and one seed through the runner is deterministic."""
 
 import pytest
 
 from clusterfl.algorithms import ALGORITHMS
 from clusterfl.algorithms.fedavg import FedAvgHyper
+from clusterfl.algorithms.fedprox import FedProx, FedProxHyper
 from clusterfl.errors import UserError
 from clusterfl.options import build_options
-from clusterfl.papers.benchmark.training.fedprox import FedProx, FedProxHyper
 from tests.papers.benchmark.baselines import (
     SIZES,
     assert_models_close,

@@ -1,11 +1,11 @@
-"""FedRep (papers/benchmark/training/fedrep.py): two rounds by hand (head with the body
+"""FedRep (algorithms/fedrep.py): two rounds by hand (head with the body
 frozen, then body with the head frozen), head epochs vs steps, both engines agree, bad
 input, and a seed through the runner."""
 
 import pytest
 
+from clusterfl.algorithms.fedrep import FedRepHyper
 from clusterfl.errors import UserError
-from clusterfl.papers.benchmark.training.fedrep import FedRepHyper
 from tests.papers.benchmark.split_problem import (
     BASE,
     HEAD,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.papers.benchmark.training.fesem import (
+from clusterfl.algorithms.fesem import (
     FeSem,
     FeSemHyper,
     kmeans_plusplus_rows,

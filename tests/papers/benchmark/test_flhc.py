@@ -9,7 +9,7 @@ import torch
 
 from clusterfl.algorithms import ALGORITHMS
 from clusterfl.algorithms.fedavg import FedAvgHyper
-from clusterfl.papers.benchmark.training.flhc import FlHc, FlHcHyper, hierarchical_clusters
+from clusterfl.algorithms.flhc import FlHc, FlHcHyper, hierarchical_clusters
 from tests.papers.benchmark.clustered_problem import (
     assert_models_close,
     context,

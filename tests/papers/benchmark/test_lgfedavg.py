@@ -1,8 +1,8 @@
-"""LG-FedAvg (papers/benchmark/training/lgfedavg.py): two rounds by hand (local hidden
+"""LG-FedAvg (algorithms/lgfedavg.py): two rounds by hand (local hidden
 layer, global output layer), the FedAvg warm-up and uniform weights by hand, both engines
 agree, and a seed through the runner."""
 
-from clusterfl.papers.benchmark.training.lgfedavg import LgFedAvgHyper
+from clusterfl.algorithms.lgfedavg import LgFedAvgHyper
 from tests.papers.benchmark.split_problem import (
     BASE,
     HEAD,

@@ -1,4 +1,4 @@
-"""Per-FedAvg (`papers/benchmark/training/perfedavg.py`): FO and HF rounds by hand on the
+"""Per-FedAvg (`algorithms/perfedavg.py`): FO and HF rounds by hand on the
 plan's consecutive batches D, D' (, D''), HF's finite difference against the exact
 Hessian-vector product, the one-step personalization, both engines agree, and one seed
 through the runner is deterministic."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from clusterfl.algorithms.perfedavg import PerFedAvg, PerFedAvgHyper
 from clusterfl.engine import BatchPlan, make_plan
-from clusterfl.papers.benchmark.training.perfedavg import PerFedAvg, PerFedAvgHyper
 from tests.papers.benchmark.baselines import (
     SIZES,
     Model,

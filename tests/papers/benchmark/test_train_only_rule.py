@@ -1,4 +1,4 @@
-"""`TrainOnly` (papers/benchmark/training/rules.py): the frozen parameters stay bit for bit,
+"""`TrainOnly` (algorithms/train_only.py): the frozen parameters stay bit for bit,
 the trainable ones take the inner rule's step with the full model's gradient (by hand), on
 both engines."""
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from clusterfl.algorithms.train_only import GradientsOnce, TrainOnly
 from clusterfl.engine import Adam, Prox, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.models import build_model, init_params
-from clusterfl.papers.benchmark.training.rules import GradientsOnce, TrainOnly
 from tests.papers.benchmark.split_problem import (
     TIGHT,
     assert_models_close,

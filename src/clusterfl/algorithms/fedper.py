@@ -28,7 +28,7 @@ Readings:
 
 from dataclasses import dataclass
 
-from clusterfl.papers.benchmark.training.split_model import SplitHyper, SplitModel
+from clusterfl.algorithms.split_model import SplitHyper, SplitModel
 
 
 @dataclass(frozen=True)
@@ -37,5 +37,6 @@ class FedPerHyper(SplitHyper):
 
 
 class FedPer(SplitModel):
+    family = "personalized"
     Hyper = FedPerHyper
     method = "fedper"

@@ -52,14 +52,9 @@ import numpy as np
 import torch
 
 from clusterfl.aggregation import broadcast, weighted_average
-from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, require_plain_sgd, upload_weights
 from clusterfl.engine import GradOracle, Prox, Sgd, make_plan
 from clusterfl.options import require
-from clusterfl.papers.benchmark.training.server import (
-    Weighting,
-    require_plain_sgd,
-    upload_weights,
-)
 from clusterfl.types import Tensors
 
 PERSONAL_STREAM = 0x50464156  # the personalization generator's tag beside the run's seed
@@ -132,6 +127,7 @@ class PerFedAvgStep:
 
 
 class PerFedAvg(NeuralAlgorithm):
+    family = "personalized"
     Hyper = PerFedAvgHyper
 
     def setup(self) -> None:

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
-from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
 from clusterfl.errors import UserError
 from clusterfl.options import require
-from clusterfl.papers.benchmark.training.server import Weighting, upload_weights
 from clusterfl.types import Tensors
 
 

@@ -105,6 +105,7 @@ def group_means(rows: torch.Tensor, labels: np.ndarray, groups: int) -> torch.Te
 
 
 class FedGroup(OneModelPerCluster):
+    family = "clustered"
     Hyper = FedGroupHyper
 
     def setup(self) -> None:

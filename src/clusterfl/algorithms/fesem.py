@@ -80,6 +80,7 @@ def kmeans_plusplus_rows(points: np.ndarray, k: int, seed: int) -> np.ndarray:
 
 
 class FeSem(OneModelPerCluster):
+    family = "clustered"
     Hyper = FeSemHyper
 
     def setup(self) -> None:

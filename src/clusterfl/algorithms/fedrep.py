@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import torch
 
+from clusterfl.algorithms.split_model import SplitHyper, SplitModel
+from clusterfl.algorithms.train_only import TrainOnly
 from clusterfl.engine import BatchPlan, make_plan
 from clusterfl.options import require
-from clusterfl.papers.benchmark.training.rules import TrainOnly
-from clusterfl.papers.benchmark.training.split_model import SplitHyper, SplitModel
 from clusterfl.types import Tensors
 
 
@@ -61,6 +61,7 @@ class FedRepHyper(SplitHyper):
 
 
 class FedRep(SplitModel):
+    family = "personalized"
     Hyper = FedRepHyper
     hyper: FedRepHyper
     method = "fedrep"

@@ -47,10 +47,9 @@ from scipy.spatial.distance import pdist
 from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import OneModelPerCluster
 from clusterfl.clustering import cluster_average, flatten
-from clusterfl.metrics import Metric, register
+from clusterfl.metrics import FLHC_CLUSTERS
 from clusterfl.options import require
 
-FLHC_CLUSTERS = register(Metric("flhc_clusters", "FL+HC: number of clusters", False))
 SCIPY_METRIC = {"euclidean": "euclidean", "manhattan": "cityblock", "cosine": "cosine"}
 
 
@@ -85,6 +84,7 @@ def hierarchical_clusters(points: np.ndarray, threshold: float, method: str = "w
 
 
 class FlHc(OneModelPerCluster):
+    family = "clustered"
     Hyper = FlHcHyper
 
     def setup(self) -> None:

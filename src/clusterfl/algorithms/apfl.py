@@ -44,21 +44,15 @@ from typing import Literal
 import torch
 
 from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
-from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, require_plain_sgd, upload_weights
 from clusterfl.engine import GradOracle, Prox
 from clusterfl.engine.rules import bcast
-from clusterfl.metrics import Metric, register
+from clusterfl.metrics import APFL_ALPHA
 from clusterfl.options import require
-from clusterfl.papers.benchmark.training.server import (
-    Weighting,
-    require_plain_sgd,
-    upload_weights,
-)
 from clusterfl.types import Tensors
 
 PERSONAL = "personal."  # v_k's names in the packed parameters
 ALPHA = "alpha"  # alpha_k in the packed parameters, shape [C]
-APFL_ALPHA = register(Metric("apfl_alpha", "APFL: the clients' mean mixing weight", False))
 
 
 @dataclass(frozen=True)
@@ -107,6 +101,7 @@ class ApflStep:
 
 
 class Apfl(NeuralAlgorithm):
+    family = "personalized"
     Hyper = ApflHyper
 
     def setup(self) -> None:

@@ -41,6 +41,7 @@ class FedProxHyper:
 class FedProx(FedAvg):
     """FedAvg's setup and evaluation (every client uses w); the local objective adds the
     proximal term mu/2 ||w - w^t||^2."""
+    family = "global"
 
     Hyper = FedProxHyper
 

@@ -31,13 +31,9 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
-from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
 from clusterfl.engine import Prox
 from clusterfl.options import require
-from clusterfl.papers.benchmark.training.server import (
-    Weighting,
-    upload_weights,
-)
 from clusterfl.types import Tensors
 
 
@@ -54,6 +50,7 @@ class DittoHyper:
 
 
 class Ditto(NeuralAlgorithm):
+    family = "personalized"
     Hyper = DittoHyper
 
     def setup(self) -> None:

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.aggregation import broadcast, weighted_average
+from clusterfl.algorithms.split_model import SplitHyper, SplitModel
 from clusterfl.options import require
-from clusterfl.papers.benchmark.training.split_model import SplitHyper, SplitModel
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,7 @@ class LgFedAvgHyper(SplitHyper):
 
 
 class LgFedAvg(SplitModel):
+    family = "personalized"
     Hyper = LgFedAvgHyper
     hyper: LgFedAvgHyper
     method = "lgfedavg"

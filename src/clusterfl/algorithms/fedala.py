@@ -126,6 +126,7 @@ def converged(losses: Sequence[float], num_pre_loss: int, threshold: float) -> b
 
 
 class FedAla(NeuralAlgorithm):
+    family = "personalized"
     Hyper = FedAlaHyper
     hyper: FedAlaHyper
     transient = (*NeuralAlgorithm.transient, "learned")
