@@ -1,7 +1,7 @@
 """Ditto and FedRep side by side with a peer implementation: PFLlib.
 
-    python -m pipeline.peer --pfllib /tmp/pfllib/system --data-root /tmp/peerclone \
-        --scheme bm_patho2 --seeds 0 1 2 --out /tmp/peer_out
+    python -m clusterfl.papers.benchmark.tools.peer --pfllib /tmp/pfllib/system \
+        --data-root /tmp/peerclone --scheme bm_patho2 --seeds 0 1 2 --out /tmp/peer_out
 
 PFLlib (Zhang et al., TsingZ0/PFLlib, https://github.com/TsingZ0/PFLlib), written against commit
 d832e76f6a23b833038949ec1e4fdefe63a4d350. Its code is not copied here: this script *runs* the
@@ -112,7 +112,6 @@ import numpy as np
 
 from clusterfl.errors import UserError
 
-REPO = Path(__file__).resolve().parents[1]
 SUITE = "benchmark"
 SCHEMES = ("bm_patho2", "bm_rot4")
 ALGORITHMS = ("ditto", "fedrep")
@@ -225,7 +224,6 @@ def load_inputs(scheme: str, seeds: Sequence[int], data_root: Path, params_path:
     from clusterfl.config import load_params
     from clusterfl.data import load_dataset
     from clusterfl.partition import load_partition
-    from pipeline.common import SuitePaths
 
     if not params_path.is_file():
         raise PeerError(f"--params {params_path}: no such file; expected the benchmark "
@@ -237,16 +235,16 @@ def load_inputs(scheme: str, seeds: Sequence[int], data_root: Path, params_path:
     experiment = dataclasses.replace(experiment, schedule=schedule)
     algorithms = {name: params.algorithm(name, experiment=scheme) for name in ALGORITHMS}
     setting = derive_setting(experiment, algorithms["ditto"], algorithms["fedrep"])
-    paths = SuitePaths(params.home, root=data_root)
+    data = data_root / "data" / params.home  # what the download and partition stages write
     dataset_name = params.partition(experiment.partition)["dataset"]
     where = f"(in {data_root})"
-    dataset_file = paths.dataset_file(dataset_name)
+    dataset_file = data / "raw" / dataset_name / "dataset.npz"
     if not dataset_file.is_file():
         raise PeerError(f"{dataset_file}: missing; run `clusterfl download {dataset_name} "
                         f"--suite {params.suite}` {where} first, or pass --data-root")
     partitions = {}
     for seed in seeds:
-        file = paths.partition_file(experiment.partition, seed)
+        file = data / "partitions" / experiment.partition / f"seed{seed}.npz"
         if not file.is_file():
             raise PeerError(f"{file}: missing; run `clusterfl partition {experiment.partition} "
                             f"--suite {params.suite}` {where} first (seeds "
@@ -480,15 +478,16 @@ def write_outputs(rows: Sequence[Row], out: Path, scheme: str, lr: float) -> lis
 # -- the command -------------------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m pipeline.peer",
+        prog="python -m clusterfl.papers.benchmark.tools.peer",
         description="Ditto and FedRep: ours beside PFLlib's on one benchmark partition.")
     p.add_argument("--pfllib", type=Path, required=True,
                    help="PFLlib's system/ directory (holds flcore/ and utils/)")
     p.add_argument("--scheme", default="bm_patho2", help=f"one of {', '.join(SCHEMES)}")
     p.add_argument("--data-root", "--workdir", dest="data_root", type=Path, default=Path("."),
                    help="the directory holding data/benchmark/ (raw dataset and partitions)")
-    p.add_argument("--params", type=Path, default=REPO / "suites" / SUITE / "params.yaml",
-                   help="the benchmark suite's params file (default: this checkout's)")
+    p.add_argument("--params", type=Path, default=Path("suites") / SUITE / "params.yaml",
+                   help="the benchmark suite's params file (default: the working "
+                        "directory's, i.e. run it from the repository root)")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--lr", type=float, default=0.05, help="both implementations' SGD lr")
     p.add_argument("--rounds", type=int, default=None,
