@@ -10,7 +10,7 @@ import torch
 from clusterfl.algorithms import ALGORITHMS
 from clusterfl.algorithms.fedavg import FedAvgHyper
 from clusterfl.algorithms.flhc import FlHc, FlHcHyper, hierarchical_clusters
-from tests.papers.benchmark.clustered_problem import (
+from tests.algorithms.clustered_problem import (
     assert_models_close,
     context,
     label_function_clusters,

@@ -6,7 +6,7 @@ import pytest
 
 from clusterfl.algorithms.fedrep import FedRepHyper
 from clusterfl.errors import UserError
-from tests.papers.benchmark.split_problem import (
+from tests.algorithms.split_problem import (
     BASE,
     HEAD,
     assert_engines_agree,

@@ -12,7 +12,7 @@ from clusterfl.algorithms.fesem import (
     kmeans_plusplus_rows,
     nearest_center,
 )
-from tests.papers.benchmark.clustered_problem import (
+from tests.algorithms.clustered_problem import (
     assert_models_close,
     context,
     label_function_clusters,

@@ -9,7 +9,7 @@ import torch
 from clusterfl.algorithms.train_only import GradientsOnce, TrainOnly
 from clusterfl.engine import Adam, Prox, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.models import build_model, init_params
-from tests.papers.benchmark.split_problem import (
+from tests.algorithms.split_problem import (
     TIGHT,
     assert_models_close,
     client_xy,

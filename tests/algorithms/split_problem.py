@@ -23,9 +23,9 @@ from clusterfl.models import build_model
 from clusterfl.partition.schemes import NaturalOptions, natural
 from clusterfl.runner import run_seed
 from clusterfl.types import Tensors
-from tests.papers.benchmark.baselines import row  # noqa: F401  (re-exported for the split tests)
+from tests.algorithms.baselines import row  # noqa: F401  (re-exported for the split tests)
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 TIGHT = {"rtol": 1e-5, "atol": 1e-6}
 METHODS = ("fedper", "fedrep", "lgfedavg", "fedala")
 BASE, HEAD = ("1.weight", "1.bias"), ("3.weight", "3.bias")  # the dnn's hidden, output layer

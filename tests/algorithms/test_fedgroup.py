@@ -13,7 +13,7 @@ from clusterfl.algorithms.fedgroup import (
     group_means,
     most_similar_group,
 )
-from tests.papers.benchmark.clustered_problem import (
+from tests.algorithms.clustered_problem import (
     assert_models_close,
     context,
     label_function_clusters,

@@ -3,7 +3,7 @@ layer, global output layer), the FedAvg warm-up and uniform weights by hand, bot
 agree, and a seed through the runner."""
 
 from clusterfl.algorithms.lgfedavg import LgFedAvgHyper
-from tests.papers.benchmark.split_problem import (
+from tests.algorithms.split_problem import (
     BASE,
     HEAD,
     assert_engines_agree,

@@ -18,7 +18,7 @@ from clusterfl.partition.schemes import NaturalOptions, natural
 from clusterfl.runner import run_seed
 from clusterfl.tuning import cluster_field
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

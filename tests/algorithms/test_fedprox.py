@@ -8,7 +8,7 @@ from clusterfl.algorithms.fedavg import FedAvgHyper
 from clusterfl.algorithms.fedprox import FedProx, FedProxHyper
 from clusterfl.errors import UserError
 from clusterfl.options import build_options
-from tests.papers.benchmark.baselines import (
+from tests.algorithms.baselines import (
     SIZES,
     assert_models_close,
     both_engines,
@@ -61,10 +61,10 @@ def test_negative_mu_is_a_one_line_error():
         build_options(FedProxHyper, {"mu": -1.0}, "algorithms.fedprox")
 
 
-def test_runner_is_seed_deterministic(params):
-    assert params.algorithm("fedprox", paper="benchmark").hyper == FedProxHyper(mu=0.01)
-    first, again = (run_benchmark_entry(params, "fedprox", seed=0) for _ in range(2))
-    other = run_benchmark_entry(params, "fedprox", seed=1)
+def test_runner_is_seed_deterministic(benchmark_params):
+    assert benchmark_params.algorithm("fedprox", paper="benchmark").hyper == FedProxHyper(mu=0.01)
+    first, again = (run_benchmark_entry(benchmark_params, "fedprox", seed=0) for _ in range(2))
+    other = run_benchmark_entry(benchmark_params, "fedprox", seed=1)
     assert first.records == again.records and first.arrays == again.arrays
     assert first.records != other.records
     assert {"test_acc", "train_loss"} <= first.records[-1].keys()

@@ -6,7 +6,7 @@ import torch
 
 from clusterfl.aggregation import weighted_average
 from clusterfl.algorithms.ditto import Ditto, DittoHyper
-from tests.papers.benchmark.baselines import (
+from tests.algorithms.baselines import (
     SIZES,
     assert_models_close,
     both_engines,
@@ -79,10 +79,10 @@ def test_engines_agree():
     assert_models_close(fast.client_models(), ref.client_models(), tol=1e-4)
 
 
-def test_runner_is_seed_deterministic(params):
-    assert params.algorithm("ditto", paper="benchmark").hyper == DittoHyper(lam=1.0)
-    first, again = (run_benchmark_entry(params, "ditto", seed=0) for _ in range(2))
-    other = run_benchmark_entry(params, "ditto", seed=1)
+def test_runner_is_seed_deterministic(benchmark_params):
+    assert benchmark_params.algorithm("ditto", paper="benchmark").hyper == DittoHyper(lam=1.0)
+    first, again = (run_benchmark_entry(benchmark_params, "ditto", seed=0) for _ in range(2))
+    other = run_benchmark_entry(benchmark_params, "ditto", seed=1)
     assert first.records == again.records and first.arrays == again.arrays
     assert first.records != other.records
     assert first.records[-1]["test_acc"] > 0.3  # it learns: the majority class is 22 %

@@ -8,7 +8,7 @@ import torch
 from clusterfl.algorithms.apfl import Apfl, ApflHyper, ApflStep
 from clusterfl.engine.rules import descend_unfused_
 from clusterfl.errors import UserError
-from tests.papers.benchmark.baselines import (
+from tests.algorithms.baselines import (
     assert_models_close,
     both_engines,
     context,
@@ -94,10 +94,10 @@ def test_engines_agree():
     assert (fast.alpha != 0.3).sum() >= 3  # the clients that trained adapted their alpha
 
 
-def test_runner_is_seed_deterministic(params):
-    assert params.algorithm("apfl", paper="benchmark").hyper == ApflHyper(alpha=0.5)
-    first, again = (run_benchmark_entry(params, "apfl", seed=0) for _ in range(2))
-    other = run_benchmark_entry(params, "apfl", seed=1)
+def test_runner_is_seed_deterministic(benchmark_params):
+    assert benchmark_params.algorithm("apfl", paper="benchmark").hyper == ApflHyper(alpha=0.5)
+    first, again = (run_benchmark_entry(benchmark_params, "apfl", seed=0) for _ in range(2))
+    other = run_benchmark_entry(benchmark_params, "apfl", seed=1)
     assert first.records == again.records and first.arrays == again.arrays
     assert first.records != other.records
     assert first.records[-1]["test_acc"] > 0.3  # it learns: the majority class is 22 %

@@ -7,7 +7,7 @@ import torch
 from clusterfl.algorithms.fedper import FedPerHyper
 from clusterfl.algorithms.split_model import split_names
 from clusterfl.errors import UserError
-from tests.papers.benchmark.split_problem import (
+from tests.algorithms.split_problem import (
     BASE,
     HEAD,
     TIGHT,

@@ -11,7 +11,7 @@ import torch
 
 from clusterfl.algorithms.perfedavg import PerFedAvg, PerFedAvgHyper
 from clusterfl.engine import BatchPlan, make_plan
-from tests.papers.benchmark.baselines import (
+from tests.algorithms.baselines import (
     SIZES,
     Model,
     assert_models_close,
@@ -113,12 +113,13 @@ def test_engines_agree(variant):
     assert_models_close(fast.client_models(), ref.client_models(), tol=1e-4)
 
 
-def test_runner_is_seed_deterministic(params):
-    assert params.algorithm("perfedavg", paper="benchmark").hyper == PerFedAvgHyper(alpha=0.005)
-    first, again = (run_benchmark_entry(params, "perfedavg", seed=0) for _ in range(2))
-    other = run_benchmark_entry(params, "perfedavg", seed=1)
+def test_runner_is_seed_deterministic(benchmark_params):
+    hyper = benchmark_params.algorithm("perfedavg", paper="benchmark").hyper
+    assert hyper == PerFedAvgHyper(alpha=0.005)
+    first, again = (run_benchmark_entry(benchmark_params, "perfedavg", seed=0) for _ in range(2))
+    other = run_benchmark_entry(benchmark_params, "perfedavg", seed=1)
     assert first.records == again.records and first.arrays == again.arrays
     assert first.records != other.records
     assert first.records[-1]["test_acc"] > 0.3  # it learns: the majority class is 22 %
-    hf = run_benchmark_entry(params, "perfedavg", seed=0, variant="hf")
+    hf = run_benchmark_entry(benchmark_params, "perfedavg", seed=0, variant="hf")
     assert hf.records != first.records and hf.records[-1]["test_acc"] > 0.3

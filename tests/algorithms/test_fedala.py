@@ -14,7 +14,7 @@ from clusterfl.algorithms.fedala import (
     subset_plan,
 )
 from clusterfl.errors import UserError
-from tests.papers.benchmark.split_problem import (
+from tests.algorithms.split_problem import (
     HEAD,
     TIGHT,
     assert_engines_agree,

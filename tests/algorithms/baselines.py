@@ -20,7 +20,7 @@ from clusterfl.partition.schemes import NaturalOptions, natural
 from clusterfl.runner import run_seed
 from tests.engine.conftest import CLASSES, FEATURES, make_data
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 SIZES = (3, 5)  # the two clients' training samples
 Model = dict[str, torch.Tensor]  # one client's model: "1.weight" [3, 4], "1.bias" [3]
 
