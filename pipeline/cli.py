@@ -581,25 +581,43 @@ def list_models() -> None:
 @list_app.command("algorithms")
 @user_errors
 def list_algorithms(suite: SuiteOpt = "default", params: ParamsOpt = None) -> None:
-    """The algorithm names `train` takes (each paper's `algorithms:` keys), with their method
-    and hyperparameters."""
+    """Every algorithm name `train` takes: each paper's `algorithms:` keys (the built-in
+    papers and those the repository's suites add, e.g. the benchmark's) and the active suite's
+    own, with their method, hyperparameters and the suites that train each."""
     import dataclasses
 
     from clusterfl.config import load_params
+    from clusterfl.suite import suite_papers, suite_root, trained_pairs
 
     p = load_params(_suite_file(params, suite))
+    root = suite_root(p.file)
+    configs = [p]  # and, for a paper only another suite adds, the first suite that adds it
+    for path in _suite_files(root).values():
+        if any(m not in c.modules.values() for m in suite_papers(path) for c in configs):
+            configs.append(load_params(path))
+    papers = {key: c for c in reversed(configs) for key in c.algorithms}
+    paper_of = {e: k for c in configs for e, k in c.paper_of.items()}
+    using: dict[tuple[str, str], list[str]] = {}
+    for name, path in _suite_files(root).items():
+        for experiment, algorithm in trained_pairs(path):
+            owner = "suite" if algorithm in p.suite_algorithms and name == p.suite else (
+                paper_of.get(experiment))
+            suites = using.setdefault((str(owner), algorithm), [])
+            suites += [] if name in suites else [name]
     table = Table(title="algorithms (clusterfl train <experiment> <algorithm>)")
-    for column in ("paper", "algorithm", "method", "hyperparameters", "what it is"):
+    for column in ("paper", "algorithm", "method", "hyperparameters", "what it is",
+                   "suites that train it"):
         table.add_column(column)
-    rows = [(paper, name, p.algorithm(name, paper=paper))
-            for paper, names in p.algorithms.items() for name in names]
+    rows = [(key, name, c.algorithm(name, paper=key), using.get((key, name), []))
+            for key, c in papers.items() for name in c.algorithms[key]]
     # a suite's own (from its plugins), usable with any experiment
-    rows += [(f"suite {p.suite}", name, p.algorithm(name)) for name in p.suite_algorithms]
-    for paper, name, config in rows:
+    rows += [(f"suite {p.suite}", name, p.algorithm(name), using.get(("suite", name), []))
+             for name in p.suite_algorithms]
+    for paper, name, config, suites in rows:
         hyper = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(config.hyper).items())
         doc = (sys.modules[config.cls.__module__].__doc__ or "").strip()
         table.add_row(paper, name, config.method, hyper,
-                      doc.split("\n\n")[0].replace("\n", " "))
+                      doc.split("\n\n")[0].replace("\n", " "), ", ".join(suites))
     Console().print(table)
 
 
@@ -610,10 +628,11 @@ def list_experiments(suite: SuiteOpt = "default", params: ParamsOpt = None) -> N
     from rich.markup import escape
 
     from clusterfl.config import load_params
+    from clusterfl.suite import suite_root
 
     p = load_params(_suite_file(params, suite))
     in_suite = {e for _, e, _ in p.suite_cells()}
-    root = p.file.parent / str(p.suite_raw.get("root", "."))
+    root = suite_root(p.file)
     using = _suites_using(root)
     table = Table(title=f"experiments (* = trained by suite {p.suite!r}: "
                         f"{len(in_suite)} of {len(p.experiments)})")
@@ -625,14 +644,18 @@ def list_experiments(suite: SuiteOpt = "default", params: ParamsOpt = None) -> N
     Console().print(table)
 
 
+def _suite_files(root: Path) -> dict[str, Path]:
+    """Every suite of the repository at `root` by name (root params.yaml is `default`)."""
+    files = {"default": root / "params.yaml"}
+    return files | {f.parent.name: f for f in sorted((root / "suites").glob("*/params.yaml"))}
+
+
 def _suites_using(root: Path) -> dict[str, list[str]]:
-    """experiment -> the suites whose grids train it (root params.yaml is `default`)."""
+    """experiment -> the suites whose grids train it."""
     from clusterfl.suite import grid_experiments
 
-    files = {"default": root / "params.yaml"}
-    files |= {f.parent.name: f for f in sorted((root / "suites").glob("*/params.yaml"))}
     using: dict[str, list[str]] = {}
-    for name, path in files.items():
+    for name, path in _suite_files(root).items():
         for exp in grid_experiments(path):
             using.setdefault(exp, []).append(name)
     return using

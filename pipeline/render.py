@@ -3,11 +3,13 @@
 One template (below) serves every suite: download -> partition -> [tune] -> train -> report.
 What DVC's `foreach` iterates over (datasets, partitions, cells) is derived from the suite's
 grid (`clusterfl.suite`), and each stage's code deps from what its process can import
-(`pipeline.imports`): a train cell depends on the shared core and on its own paper's
-`__init__.py` and `training/`, never on report code or another paper; the report stage on
-the report code. A suite whose cells belong to several papers also gets a report stage per
-paper, `report_<paper>` (`clusterfl report --paper`, into reports/<suite>/<paper>/), that
-depends on that paper's cells alone: `dvc repro <dvc.yaml>:report_p5` trains the suite's P5
+(`pipeline.imports`): a train cell depends on the shared core, on its own paper's
+`__init__.py` and `training/` and on its own algorithm's file (`code`: the algorithm
+registry imports a method only when a cell names it, so editing FedRep's file re-runs
+FedRep's cells alone), never on report code or another paper; the report stage on the report
+code. A suite whose cells belong to several papers also gets a report stage per paper,
+`report_<paper>` (`clusterfl report --paper`, into reports/<suite>/<paper>/), that depends on
+that paper's cells alone: `dvc repro <dvc.yaml>:report_p5` trains the suite's P5
 cells and no other, into the suite's own results and lock (so a later `dvc repro` of the
 whole suite does not train them again). Params are tracked by key in every file of the
 suite's `extends` chain, so a change to one algorithm's entry re-runs its cells only. The
@@ -25,6 +27,7 @@ stages of one full item per cell (tests/test_render.py), so params and deps stay
 """
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from itertools import product
 from pathlib import Path
@@ -35,7 +38,7 @@ import yaml
 from clusterfl.config import SuiteConfig, load_params
 from clusterfl.errors import UserError, unknown_name
 from clusterfl.io import read_yaml
-from clusterfl.suite import suite_chain, suite_root
+from clusterfl.suite import Cell, suite_chain, suite_root
 from pipeline.imports import closure, function_imports, graph
 
 HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the import graph: do not\n"
@@ -138,9 +141,10 @@ class Code:
         return path.resolve().relative_to(self.root.resolve()).as_posix()
 
 
-def _paper_code(params: SuiteConfig, key: str, code: Code) -> tuple[str, str]:
-    """(the paper's __init__.py, its training/ directory), checked against what importing
-    the paper can run: its own package, never its report code or another paper."""
+def _paper_code(params: SuiteConfig, key: str, code: Code) -> tuple[str, str | None]:
+    """(the paper's __init__.py, its training/ directory or None where it has none), checked
+    against what importing the paper can run: its own package, never its report code or
+    another paper."""
     module = params.paper(key).module
     package = code.modules.get(module)
     if package is None:  # a paper outside the repository (a suite's `papers:`): not hashed
@@ -154,7 +158,21 @@ def _paper_code(params: SuiteConfig, key: str, code: Code) -> tuple[str, str]:
         raise UserError(f"papers: {module} imports {', '.join(stray)} outside its "
                         "training/ package; training code must not reach report code")
     init = code._relative(package.path)
-    return init, str(Path(init).parent / "training")
+    training = Path(init).parent / "training"
+    return init, training.as_posix() if (code.root / training).is_dir() else None
+
+
+def _algorithm_code(params: SuiteConfig, cell: Cell, code: Code) -> tuple[str, set[str]]:
+    """(the file that defines the cell's algorithm, the project modules beyond that file and
+    its paper's package that the two import): the file is the cell's own dep, the modules go
+    to the shared deps of the suite's cells (a base class such as FedAvg for FedProx)."""
+    cls = params.algorithm(cell.algorithm, experiment=cell.experiment).cls
+    name, paper = cls.__module__, params.paper(cell.paper).module
+    own = code.modules.get(name)
+    path = own.path if own else Path(str(sys.modules[name].__file__))  # a plugin file
+    reached = closure(code.modules, [paper, *([name] if own else [])])
+    return code._relative(path), {m for m in reached if m != name and m != paper
+                                  and not m.startswith(f"{paper}.")}
 
 
 def _params(chain: list[tuple[Path, dict[str, Any]]], keys: list[str], root: Path,
@@ -276,10 +294,21 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
     data = f"data/{home}"  # a suite that only adds cells uses its parent's data and results
     papers = {c.paper for c in params.cells}
     paper_code = {key: _paper_code(params, key, code) for key in sorted(papers)}
-    train_code = code.paths({m for m in code.reach("train")
+    algorithm_code = {c.name: _algorithm_code(params, c, code) for c in params.own_cells}
+    shared = set().union(*(needs for _, needs in algorithm_code.values()))
+    train_code = code.paths({m for m in code.reach("train") | shared
                              if not m.startswith("clusterfl.papers.")})
+    # a paper without training code (the benchmark) repeats its __init__ in the slot
+    trained = any(paper_code[c.paper][1] for c in params.own_cells)
+    plugins = [str(p) for p in params.suite_raw.get("plugins") or []]  # a user's own code
+    # no `code` slot where every cell's file is already a dep of all (a plugin's method)
+    coded = any(not any(f == d or f.startswith(f"{d}/") for d in [*train_code, *plugins])
+                for f, _ in algorithm_code.values())
     cells = {c.name: {"paper": c.paper, "experiment": c.experiment, "algorithm": c.algorithm,
-                      "init": paper_code[c.paper][0], "training": paper_code[c.paper][1],
+                      "init": paper_code[c.paper][0],
+                      **({"training": paper_code[c.paper][1] or paper_code[c.paper][0]}
+                         if trained else {}),
+                      **({"code": algorithm_code[c.name][0]} if coded else {}),
                       "paper_params": params.paper_file_from_root(c.paper, root),
                       "dataset": params.partition(params.experiment(c.experiment).partition)
                       ["dataset"],
@@ -295,8 +324,8 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
             item["algorithm_key"] = f"{'suite.' if mine else ''}algorithms.{item['algorithm']}"
         cell_params = [{"${item.paper_params}": ["experiments.${item.experiment}"]},
                        {"${item.algorithm_params}": ["${item.algorithm_key}"]}]
-    plugins = [str(p) for p in params.suite_raw.get("plugins") or []]  # a user's own code
-    cell_deps = [*train_code, "${item.init}", "${item.training}", *plugins,
+    cell_deps = [*train_code, "${item.init}", *(["${item.training}"] if trained else []),
+                 *(["${item.code}"] if coded else []), *plugins,
                  f"{data}/raw/${{item.dataset}}", f"{data}/partitions/${{item.partition}}"]
     out: dict[str, Any] = {}
     if home == name:  # else the parent's pipeline prepares the data
@@ -311,7 +340,7 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
             f"${{item.algorithm}} --suite {name} --device auto",
             "params": [*_params(chain, ["tuning", "training"], root),
                        *cell_params],
-            "deps": [*code.paths({m for m in code.reach("tune")
+            "deps": [*code.paths({m for m in code.reach("tune") | shared
                                   if not m.startswith("clusterfl.papers.")}),
                      *cell_deps[len(train_code):]],
             "outs": [picks]})

@@ -1,7 +1,8 @@
-"""`pipeline.peer` (ours beside PFLlib) without PFLlib or Fashion-MNIST: the exporter writes
-exactly each client's training (validation carved off) and test samples in PFLlib's format,
-PFLlib's round indexing is aligned with ours, the outputs are all or nothing, and bad input
-is one line with exit status 2 and nothing written."""
+"""`clusterfl.papers.benchmark.tools.peer` (ours beside PFLlib) without PFLlib or
+Fashion-MNIST: the exporter writes exactly each client's training (validation carved off)
+and test samples in PFLlib's format, PFLlib's round indexing is aligned with ours, the
+outputs are all or nothing, and bad input is one line with exit status 2 and nothing
+written."""
 
 import dataclasses
 from pathlib import Path
@@ -11,11 +12,11 @@ import pytest
 
 from clusterfl.config import load_params
 from clusterfl.data import Dataset
+from clusterfl.papers.benchmark.tools import peer
 from clusterfl.partition import Partition, views
 from clusterfl.partition.validation import carve_validation
-from pipeline import peer
 
-PARAMS = peer.REPO / "suites" / "benchmark" / "params.yaml"
+PARAMS = Path(__file__).resolve().parents[1] / "suites" / "benchmark" / "params.yaml"
 
 
 def _tiny() -> tuple[Dataset, Partition]:

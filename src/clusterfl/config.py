@@ -19,7 +19,8 @@ Three kinds of file, read together:
   soft-clustering method), so they stay in the one catalogue.
 Experiment names are unique across papers; algorithm names are a paper's own (a cell's
 algorithm is looked up in its paper). An experiment's `algorithm_options` set a
-hyperparameter for every algorithm of its cells that has it.
+hyperparameter for every algorithm of its cells that has it (an option that no algorithm of
+its paper or suite has is an error).
 
 Every paper's params file is read (it is data), but a paper's code is imported only when
 one of its experiments or algorithms is used: construction imports the papers of the
@@ -287,9 +288,6 @@ class SuiteConfig:
         """Paper `key`'s params file relative to the repository root (DVC's params path)."""
         return self.paper_params_file[key].relative_to(root.resolve()).as_posix()
 
-    def cell_in_suite(self, experiment: str, algorithm: str) -> bool:
-        return any(c.experiment == experiment and c.algorithm == algorithm for c in self.cells)
-
     # -- entries ------------------------------------------------------------------------------
     def dataset(self, name: str) -> tuple[str, dict[str, Any]]:
         """(source name, its options) of dataset `name`."""
@@ -342,7 +340,11 @@ class SuiteConfig:
         if model is not None:
             schedule.validate_neural(f"{key}.training")
         options = mapping(entry.get("algorithm_options") or {}, f"{key}.algorithm_options")
-        known = {f.name for _, cls in ALGORITHMS for f in dataclasses.fields(cls.Hyper)}
+        # the hyperparameters of the algorithms its cells may use (its paper's, the suite's)
+        entries = [*self.algorithms[paper].values(), *self.suite_algorithms.values()]
+        methods = {str(e.get("method")) for e in entries if isinstance(e, Mapping)}
+        known = {f.name for m in methods if m in ALGORITHMS
+                 for f in dataclasses.fields(ALGORITHMS.get(m).Hyper)}
         for option in options:
             if option not in known:
                 raise unknown_name(f"{key}.algorithm_options", option, sorted(known))

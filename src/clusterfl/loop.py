@@ -15,7 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch
@@ -34,11 +34,18 @@ from clusterfl.history import RunHistory
 from clusterfl.metrics import ROUND_SECONDS
 from clusterfl.types import Evaluator, GroundTruth, RunContext, SeedInputs, View
 
+# What kind of model each client ends with, as the benchmark's leaderboard groups methods
+# (docs/algorithms.md): one global model, its own local one, a personalized one, or its
+# cluster's (or mixture's) model.
+Family = Literal["global", "local", "personalized", "clustered", "other"]
+
 
 class FederatedAlgorithm(ABC):
     """Owns the round loop; subclasses fill in the hooks."""
 
     Hyper: ClassVar[type]
+    # every general method declares its own; a paper's own method may leave "other"
+    family: ClassVar[Family] = "other"
     # Attributes set once from the hyperparameters and the context, not by the rounds: left
     # out of `state_dict` (a subclass adds its own, e.g. a data matrix `setup` rebuilds).
     transient: ClassVar[tuple[str, ...]] = ("hyper", "ctx")

@@ -77,6 +77,12 @@ CENTER_DISTANCE = register(
     Metric("center_distance", "mean distance between cluster models", False))
 LOCAL_DISTANCE = register(
     Metric("local_distance", "mean distance, local to cluster model", True))
+# The number of cluster models (CFL, FL+HC) and APFL's mean mixing weight, per round: named
+# here rather than in the algorithms' files, so that a report knows them without importing
+# an algorithm (the registry imports one only when a cell names it).
+CFL_CLUSTERS = register(Metric("cfl_clusters", "CFL: number of clusters", False))
+FLHC_CLUSTERS = register(Metric("flhc_clusters", "FL+HC: number of clusters", False))
+APFL_ALPHA = register(Metric("apfl_alpha", "APFL: the clients' mean mixing weight", False))
 # Each model an algorithm exposes in `View.extras` (the `model_views` evaluator; pFedMe,
 # pFedKM): view name -> (test accuracy, test MSE).
 VIEW_LABELS = {"theta": "θ_i (personalized)", "local_w": "local w_i after local training",

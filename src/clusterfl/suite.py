@@ -150,15 +150,35 @@ def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:
             raise UserError(f"{where}: suite {parent!r} extends itself")
 
 
-def grid_experiments(path: Path) -> list[str]:
-    """The experiments suite `path`'s grid names (its own and the suites it extends), first
-    use first, read without loading any paper (for listings)."""
+def _merged_block(path: Path) -> dict[str, Any]:
     block: dict[str, Any] = {}
     for _, own in reversed(suite_chain(path)):
         block = merge(block, own)
-    return list(dict.fromkeys(str(e) for entry in block.get("grid") or []
+    return block
+
+
+def grid_experiments(path: Path) -> list[str]:
+    """The experiments suite `path`'s grid names (its own and the suites it extends), first
+    use first, read without loading any paper (for listings)."""
+    return list(dict.fromkeys(str(e) for entry in _merged_block(path).get("grid") or []
                               if isinstance(entry, Mapping)
                               for e in entry.get("experiments") or []))
+
+
+def trained_pairs(path: Path) -> list[tuple[str, str]]:
+    """(experiment, algorithm) of every cell suite `path` trains (its grid's, with those of
+    the suites it extends unless it only adds cells to them: `home`), read without loading
+    any paper (for listings)."""
+    _, inherited = home(suite_chain(path))
+    grid = (_merged_block(path).get("grid") or [])[inherited:]
+    return list(dict.fromkeys((str(e), str(a)) for entry in grid if isinstance(entry, Mapping)
+                              for e in entry.get("experiments") or []
+                              for a in entry.get("algorithms") or []))
+
+
+def suite_papers(path: Path) -> list[str]:
+    """The paper modules suite `path` adds (`papers:`, its own and the suites it extends)."""
+    return [str(m) for m in _merged_block(path).get("papers") or []]
 
 
 def suite_root(path: Path) -> Path:

@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT_MARKER = "params.yaml"
 ATTEMPT_TAG = "clusterfl.attempt"  # one id per training of a cell, on the parent and seeds
 # MLflow's HTTP client retries for minutes by default; a run must not wait on the store.
 # Set only where the user has not set them.

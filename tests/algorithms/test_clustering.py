@@ -63,10 +63,11 @@ def test_align_to_maps_new_clusters_to_the_nearest_old_models():
 def test_pfedkm_server_step_by_hand():
     uploaded = {"w": torch.tensor([[0.0, 0.0], [0.0, 2.0], [10.0, 10.0], [12.0, 10.0]])}
     generalized = {"w": torch.tensor([[8.0, 8.0], [2.0, 2.0]])}
-    new, labels, found = clustered_server_step(
+    new, means, labels, found = clustered_server_step(
         uploaded, generalized, torch.ones(4), beta=0.5, rng=np.random.default_rng(0))
     # uploads 0, 1 (mean [0, 1]) are nearest old model 1; uploads 2, 3 (mean [11, 10]) model 0
     assert labels.tolist() == [1, 1, 0, 0]
+    torch.testing.assert_close(means["w"], torch.tensor([[11.0, 10.0], [0.0, 1.0]]))
     # Omega <- 0.5 Omega + 0.5 means
     torch.testing.assert_close(new["w"], torch.tensor([[9.5, 9.0], [1.0, 1.5]]))
     assert found.iterations >= 1

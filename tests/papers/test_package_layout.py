@@ -1,5 +1,6 @@
 """Each paper package keeps training code and report code apart by directory, so that a train
-cell depends on `papers/<key>/__init__.py` and `papers/<key>/training/` only: importing
+cell depends on `papers/<key>/__init__.py` and `papers/<key>/training/` only (and on its own
+algorithm's file, `tests/test_algorithm_deps.py`): importing
 `clusterfl.papers.<key>` (what training does) must not import the paper's `report/` or
 `tools/`, the shared report helpers, matplotlib, or another paper's package."""
 
@@ -52,7 +53,9 @@ def test_directories_and_report_entry_point(key: str):
     directory = PAPERS / key
     stray = sorted(p.name for p in directory.glob("*.py") if p.name != "__init__.py")
     assert stray == [], "modules go to training/ or report/ (or tools/), not the package root"
-    assert (directory / "training/__init__.py").is_file()
+    training = directory / "training"  # none where the paper brings no code of its own
+    assert (training / "__init__.py").is_file() or not training.exists()
+    assert training.exists() == (key != "benchmark")  # its baselines are general methods
     assert (directory / "report/__init__.py").is_file()
     paper = load_papers([f"clusterfl.papers.{key}"])[key]
     assert paper.directory.resolve() == directory

@@ -55,10 +55,8 @@ from scipy.spatial.distance import squareform
 from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import OneModelPerCluster
 from clusterfl.clustering import cluster_average, flatten
-from clusterfl.metrics import Metric, register
+from clusterfl.metrics import CFL_CLUSTERS
 from clusterfl.options import require
-
-CFL_CLUSTERS = register(Metric("cfl_clusters", "CFL: number of clusters", False))
 
 
 @dataclass(frozen=True)
@@ -124,6 +122,7 @@ def separable(alpha_cross: float, gamma_max: float) -> bool:
 
 
 class Cfl(OneModelPerCluster):
+    family = "clustered"
     Hyper = CflHyper
 
     def setup(self) -> None:

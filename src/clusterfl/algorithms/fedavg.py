@@ -28,6 +28,7 @@ class FedAvgHyper:
 
 
 class FedAvg(NeuralAlgorithm):
+    family = "global"
     Hyper = FedAvgHyper
 
     def setup(self) -> None:

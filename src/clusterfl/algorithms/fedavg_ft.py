@@ -45,6 +45,7 @@ class FedAvgFtHyper(FedAvgHyper):
 
 
 class FedAvgFt(FedAvg):
+    family = "personalized"
     Hyper = FedAvgFtHyper
 
     def setup(self) -> None:

@@ -82,6 +82,7 @@ def component_average(
 
 
 class FedEM(NeuralAlgorithm):
+    family = "clustered"
     Hyper = FedEMHyper
 
     def setup(self) -> None:

@@ -110,6 +110,7 @@ def fedsoft_prox(centers: Tensors, u: torch.Tensor, lam: float) -> Prox:
 
 
 class FedSoft(NeuralAlgorithm):
+    family = "clustered"
     Hyper = FedSoftHyper
 
     def setup(self) -> None:

@@ -48,6 +48,7 @@ class IfcaHyper:
 
 
 class Ifca(OneModelPerCluster):
+    family = "clustered"
     Hyper = IfcaHyper
 
     def setup(self) -> None:

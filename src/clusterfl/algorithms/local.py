@@ -20,6 +20,7 @@ class LocalHyper:
 
 
 class Local(NeuralAlgorithm):
+    family = "local"
     Hyper = LocalHyper
 
     def setup(self) -> None:

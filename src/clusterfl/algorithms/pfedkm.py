@@ -32,11 +32,13 @@ Readings of what the paper leaves open:
 """
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
 from clusterfl.aggregation import broadcast, gather, mix
+from clusterfl.algorithms.base import upload_weights
 from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
 from clusterfl.clustering import (
     KMeansResult,
@@ -81,17 +83,27 @@ def clustered_means(
     return cluster_average(uploaded, labels, weights, generalized), labels, found
 
 
+class ServerStep(NamedTuple):
+    """What `clustered_server_step` returns."""
+
+    models: Tensors  # the new generalized models Omega_K, after the beta-mix
+    means: Tensors  # the cluster means, before the beta-mix (the `global` model view)
+    labels: np.ndarray  # each upload's cluster, aligned to the old models
+    kmeans: KMeansResult
+
+
 def clustered_server_step(
     uploaded: Tensors, generalized: Tensors, weights: torch.Tensor, beta: float,
     rng: np.random.Generator, kmeans_runs: int = 1,
-) -> tuple[Tensors, np.ndarray, KMeansResult]:
+) -> ServerStep:
     """Algorithm 1, line 10: `clustered_means`, then Omega_K <- (1-beta) Omega_K + beta *
-    cluster means. Returns the new generalized models, each upload's cluster and the run."""
-    new, labels, found = clustered_means(uploaded, generalized, weights, rng, kmeans_runs)
-    return mix(generalized, new, beta), labels, found
+    cluster means."""
+    means, labels, found = clustered_means(uploaded, generalized, weights, rng, kmeans_runs)
+    return ServerStep(mix(generalized, means, beta), means, labels, found)
 
 
 class PFedKM(PFedMe):
+    family = "clustered"
     Hyper = PFedKMHyper
 
     def setup(self) -> None:
@@ -107,10 +119,11 @@ class PFedKM(PFedMe):
         start = gather(self.generalized, self.clusters[trainers])
         local = self.local_round(start, trainers)
         uploaded = gather(local, torch.searchsorted(trainers, clients))
-        self.means, labels, found = clustered_means(
-            uploaded, self.generalized, self.upload_weights(clients), self.kmeans_rng,
-            self.hyper.kmeans_runs)
-        self.generalized = mix(self.generalized, self.means, self.hyper.beta)
+        step = clustered_server_step(
+            uploaded, self.generalized,
+            upload_weights(self.hyper.weighting, self.train_sizes, clients), self.hyper.beta,
+            self.kmeans_rng, self.hyper.kmeans_runs)
+        self.generalized, self.means, labels, found = step
         self.clusters[clients] = torch.from_numpy(labels)
         points, centers = flatten(uploaded).double(), flatten(self.generalized).double()
         self.stats = {

@@ -47,7 +47,7 @@ from typing import Literal
 import torch
 
 from clusterfl.aggregation import broadcast, gather, mix, scatter, weighted_average
-from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
 from clusterfl.engine import MoreauEnvelope
 from clusterfl.options import require
 from clusterfl.types import Tensors, View
@@ -60,7 +60,7 @@ class PFedMeHyper:
     personal_lr: float = 0.09
     inner_steps: int = 5
     mu: float = 0.0
-    weighting: Literal["uniform", "samples"] = "uniform"
+    weighting: Weighting = "uniform"
     train_all_clients: bool = False
     evaluated_model: Literal["theta", "local"] = "theta"
 
@@ -73,6 +73,7 @@ class PFedMeHyper:
 
 
 class PFedMe(NeuralAlgorithm):
+    family = "personalized"
     Hyper = PFedMeHyper
 
     def setup(self) -> None:
@@ -96,11 +97,6 @@ class PFedMe(NeuralAlgorithm):
         self.local = scatter(self.local, clients, local)
         return local
 
-    def upload_weights(self, clients: torch.Tensor) -> torch.Tensor:
-        if self.hyper.weighting == "samples":
-            return self.train_sizes[clients].to(torch.float32)
-        return torch.ones(len(clients))
-
     def trainers(self, selected: torch.Tensor) -> torch.Tensor:
         return self.all_clients if self.hyper.train_all_clients else selected
 
@@ -108,7 +104,8 @@ class PFedMe(NeuralAlgorithm):
         trainers = self.trainers(clients)
         local = self.local_round(broadcast(self.global_model, len(trainers)), trainers)
         uploaded = gather(local, torch.searchsorted(trainers, clients))
-        self.average = weighted_average(uploaded, self.upload_weights(clients))
+        self.average = weighted_average(
+            uploaded, upload_weights(self.hyper.weighting, self.train_sizes, clients))
         self.global_model = mix(self.global_model, self.average, self.hyper.beta)
 
     def client_models(self) -> Tensors:

@@ -1,19 +1,22 @@
-"""Every algorithm the benchmark package registers resumes bit for bit from a round
-checkpoint (what `tests/test_checkpoints.py` checks for the built-in papers' algorithms):
-its `state_dict` holds everything its rounds change."""
+"""Every general method that no built-in paper uses (the benchmark's baselines) resumes bit
+for bit from a round checkpoint (what `tests/test_checkpoints.py` checks for the built-in
+papers' algorithms): its `state_dict` holds everything its rounds change."""
 
 import pytest
 import torch
 
+from clusterfl.algorithms import GENERAL_METHODS
 from clusterfl.checkpoints import SeedCheckpoint
 from clusterfl.config import load_params
 from clusterfl.runner import run_seed
-from tests.papers.benchmark.split_problem import ROOT, runner_problem, timeless
+from tests.algorithms.split_problem import ROOT, runner_problem, timeless
 
 PARAMS = load_params(ROOT / "suites/benchmark/params.yaml")
+PAPERS = load_params(ROOT / "params.yaml")  # the built-in papers: tests/test_checkpoints.py
+RESUMED = {PAPERS.algorithm(name, paper=key).method
+           for key, names in PAPERS.algorithms.items() for name in names}
 CASES = [name for name in PARAMS.algorithms["benchmark"]
-         if PARAMS.algorithm(name, paper="benchmark").cls.__module__.startswith(
-             "clusterfl.papers.benchmark.")]
+         if PARAMS.algorithm(name, paper="benchmark").method not in RESUMED]
 
 
 class StopAt:
@@ -33,8 +36,10 @@ class StopAt:
         pass
 
 
-def test_the_benchmark_registers_its_own_algorithms():
+def test_every_general_method_is_resumed_here_or_by_a_paper():
     assert {"fedper", "fedrep", "lgfedavg", "fedala"} <= set(CASES)
+    methods = {PARAMS.algorithm(name, paper="benchmark").method for name in CASES}
+    assert set(GENERAL_METHODS) <= methods | RESUMED
 
 
 @pytest.mark.parametrize("name", CASES)

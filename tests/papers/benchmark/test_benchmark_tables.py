@@ -3,11 +3,11 @@
 import numpy as np
 import pandas as pd
 
+from clusterfl.algorithms import ALGORITHMS, GENERAL_METHODS, FederatedAlgorithm
 from clusterfl.papers.benchmark.report.tables import (
     at_grid_edge,
     clear_winner,
     clearly_better,
-    family_of,
     leaderboard,
     leaderboard_markdown,
     ranks,
@@ -74,13 +74,21 @@ def test_markdown_with_families_orders_rows_by_average_rank():
         ["| x", "global"], ["| y", "other"], ["| c", "other"]]
 
 
-def test_family_of_a_method_and_of_a_class_that_declares_one():
-    class Mine:
-        family = "clustered"
-
-    assert family_of("ditto") == "personalized" and family_of("fesem") == "clustered"
-    assert family_of("fedprox") == "global" and family_of("unknown") == "other"
-    assert family_of("fedavg", Mine) == "clustered"  # the class's own word wins
+def test_each_general_method_declares_its_family():
+    """The leaderboard's family column is the class's `family`. Readings: FedEM's M shared
+    components are soft clusters (P2 compares it with FedSoft), pFedKM is P1's clustered
+    generalization of pFedMe, FedAvg + FT ends with a model per client, FedProx keeps one
+    global model; a class that declares none (a paper's own method) is "other"."""
+    families: dict[str, list[str]] = {}
+    for name in GENERAL_METHODS:
+        families.setdefault(ALGORITHMS.get(name).family, []).append(name)
+    assert {k: sorted(v) for k, v in families.items()} == {
+        "global": ["fedavg", "fedprox"], "local": ["local"],
+        "personalized": ["apfl", "ditto", "fedala", "fedavg_ft", "fedper", "fedrep",
+                         "lgfedavg", "perfedavg", "pfedme"],
+        "clustered": ["cfl", "fedem", "fedgroup", "fedsoft", "fesem", "flhc", "ifca",
+                      "pfedkm"]}
+    assert FederatedAlgorithm.family == "other"
 
 
 def test_at_grid_edge_counts_only_grids_with_enough_values():

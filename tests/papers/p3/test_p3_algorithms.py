@@ -9,8 +9,8 @@ import torch
 from torch.func import functional_call
 
 from clusterfl.aggregation import broadcast
-from clusterfl.algorithms import FedAvg, NeuralContext, Schedule
-from clusterfl.algorithms.fedavg import FedAvgHyper
+from clusterfl.algorithms import NeuralContext, Schedule
+from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
 from clusterfl.engine import ClientData, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.engine.losses import sample_loss
 from clusterfl.papers.p3.training.base import P3Hyper

@@ -13,19 +13,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from clusterfl.algorithms.split_model import split_names
 from clusterfl.metrics import ARI, METRICS, TEST_ACC, metric
 from clusterfl.models import build_model
 from clusterfl.papers.benchmark.report.sizes import read_sizes
 from clusterfl.papers.benchmark.report.tables import (
     at_grid_edge,
     by_rank,
-    family_of,
     leaderboard,
     leaderboard_markdown,
     ranks,
     uploads_per_round,
 )
-from clusterfl.papers.benchmark.training.split_model import split_names
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
@@ -96,8 +95,8 @@ def build(report: ReportInput) -> ReportOutput:
 
 
 def _family(report: ReportInput, algorithm: str, experiment: str) -> str:
-    alg = report.params.algorithm(algorithm, experiment=experiment)
-    return family_of(alg.method, alg.cls)
+    """The family the algorithm's class declares (`FederatedAlgorithm.family`)."""
+    return report.params.algorithm(algorithm, experiment=experiment).cls.family
 
 
 def _picks(results: Path, experiment: str, algorithm: str) -> dict[str, Any] | None:

@@ -9,27 +9,6 @@ import pandas as pd
 
 BEST = "**"  # how the best value of a column is marked in Markdown
 
-# The family of each method, as the leaderboard marks it. Readings: FedEM's M shared
-# components are soft clusters (P2 compares it with FedSoft), pFedKM is P1's clustered
-# generalization of pFedMe, FedAvg + FT ends with a model per client; FedProx keeps one
-# global model. A user's method names its own with a class attribute `family` (`family_of`).
-FAMILIES: dict[str, str] = {
-    **dict.fromkeys(["fedavg", "fedprox"], "global"),
-    "local": "local",
-    **dict.fromkeys(["fedavg_ft", "pfedme", "ditto", "apfl", "perfedavg", "fedper", "fedrep",
-                     "lgfedavg", "fedala"], "personalized"),
-    **dict.fromkeys(["ifca", "cfl", "fedsoft", "fedem", "pfedkm", "fesem", "fedgroup", "flhc"],
-                    "clustered"),
-}
-
-
-def family_of(method: str, cls: type | None = None) -> str:
-    """The leaderboard's family of an algorithm: its class's `family` attribute where it has
-    one (a user's plugin), else `FAMILIES[method]`, else "other"."""
-    declared = getattr(cls, "family", None)
-    return str(declared) if declared else FAMILIES.get(method, "other")
-
-
 def leaderboard(rows: pd.DataFrame, algorithms: Sequence[str], schemes: Sequence[str]
                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(mean, std) over seeds of `rows`' `value` (columns experiment, algorithm, seed,
@@ -128,7 +107,7 @@ UPLOADS: dict[str, Callable[[int, int, int], float]] = {
     "fedsoft": lambda d, k, tau: d + k / tau,
     "cfl": lambda d, k, tau: d,  # its update (the model minus the cluster's model)
     "fedavg_ft": lambda d, k, tau: d,  # fine-tuned models stay on the client
-    # the baselines of papers/benchmark/training: one model each (Ditto's personal model,
+    # the benchmark's baselines: one model each (Ditto's personal model,
     # APFL's v and alpha, FedALA's weights stay on the client); a split model uploads its
     # shared part only, which `d` is for them (report `_cost`)
     "fedprox": lambda d, k, tau: d,
