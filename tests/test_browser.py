@@ -188,7 +188,7 @@ def test_parent_run_lists_figures_and_summary(page, server, repo, tmp_path):
 
 
 def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
-    """The README's walkthrough: filter to seed 0 of each cell, switch to the chart view."""
+    """docs/operations.md's walkthrough: filter to seed 0 of each cell, switch to the chart view."""
     from clusterfl.tracking import runs_page_url
 
     url = runs_page_url(server, _experiment_id(repo))
@@ -212,7 +212,7 @@ def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
     dialog.locator(".js-line").nth(len(ALGORITHMS) - 1).wait_for()
     for alg in ALGORITHMS:  # the large chart's legend names both seed runs
         assert f"{EXPERIMENT}/{alg}/seed0 (test_acc)" in dialog.inner_text()
-    _shot(page, tmp_path, "4b_test_acc_fullscreen")  # the README's docs/img/mlflow_compare.png
+    _shot(page, tmp_path, "4b_test_acc_fullscreen")  # docs/img/mlflow_compare.png
 
 
 def test_report_page_has_every_table_and_figure(page, repo, tmp_path):

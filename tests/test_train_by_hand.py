@@ -1,4 +1,4 @@
-"""README's "run one stage by hand" (`clusterfl train <experiment> <algorithm> --seed 0`) on a
+"""docs/operations.md's "Run one stage by hand" (`clusterfl train <experiment> <algorithm> --seed 0`) on a
 suite's cell never deletes the cell's other seeds: the summary is written from every seed on
 disk (the same bytes as the whole cell's run, so DVC and `plan` see nothing changed), a cell
 with seeds still missing is not counted done by the suite's progress, and seeds trained with
@@ -90,7 +90,7 @@ def test_seeds_trained_with_other_settings_are_not_mixed_in(workspace):
 
 
 def test_after_dvc_repro_a_seed_trained_by_hand_leaves_plan_nothing_to_train(tmp_path):
-    """The issue's sequence with real DVC: `dvc repro` of a two-seed cell, then README's
+    """The issue's sequence with real DVC: `dvc repro` of a two-seed cell, then docs/operations.md's
     `clusterfl train ... --seed 0`: the other seed stays, and `plan` (DVC's status) has no
     cell to train."""
     ws = tmp_path
