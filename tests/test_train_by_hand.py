@@ -1,8 +1,8 @@
-"""docs/operations.md's "Run one stage by hand" (`clusterfl train <experiment> <algorithm> --seed 0`) on a
-suite's cell never deletes the cell's other seeds: the summary is written from every seed on
-disk (the same bytes as the whole cell's run, so DVC and `plan` see nothing changed), a cell
-with seeds still missing is not counted done by the suite's progress, and seeds trained with
-other settings are never mixed into one summary."""
+"""docs/operations.md's "Run one stage by hand" (`clusterfl train <experiment> <algorithm>
+--seed 0`) on a suite's cell never deletes the cell's other seeds: the summary is written
+from every seed on disk (the same bytes as the whole cell's run, so DVC and `plan` see
+nothing changed), a cell with seeds still missing is not counted done by the suite's
+progress, and seeds trained with other settings are never mixed into one summary."""
 
 import json
 import os
