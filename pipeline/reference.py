@@ -40,7 +40,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from rich.console import Console
@@ -51,8 +51,9 @@ from clusterfl.history import load_history_json
 from clusterfl.io import atomic_write_json
 from clusterfl.papers.benchmark.report.sizes import dataset_shape, from_files, write_sizes
 from clusterfl.papers.benchmark.report.sizes import summary_file as sizes_file
+from clusterfl.reports.figures import placeholder_figures
 from clusterfl.reports.mixtures import read_mixtures, summary_file, write_summary
-from clusterfl.reports.runs import seed_dirs
+from clusterfl.reports.runs import histories_read_once, seed_dirs
 from pipeline.common import SuitePaths, output_dir
 
 REFERENCE = Path("reference")
@@ -157,14 +158,16 @@ def export(params: SuiteConfig, paper: str, root: Path = Path(".")) -> Path:
 
 
 def render(params: SuiteConfig, paper: str, reference: Path, report: Path,
-           location: Path | None = None) -> None:
+           location: Path | None = None, figures: bool = True) -> None:
     """The paper's report from the packed histories under `reference`, into `report` (swapped
     in whole), without MLflow; its links into the repository are made for `location`
-    (default: `report`)."""
+    (default: `report`). `figures=False` writes each figure as an empty file of its name
+    (`placeholder_figures`): enough for `stale_files`, which compares text files only."""
     from pipeline import report as stage
 
     with unpacked(reference / "histories") as results, \
-            tempfile.TemporaryDirectory() as tmp:
+            tempfile.TemporaryDirectory() as tmp, \
+            (nullcontext() if figures else placeholder_figures()), histories_read_once():
         written = Path(tmp) / "report"
         stage.run(params, Console(stderr=True, quiet=True), results,
                   reference / "partitions", written, paper_key=paper,
@@ -176,7 +179,7 @@ def render(params: SuiteConfig, paper: str, reference: Path, report: Path,
                     shutil.copytree(source, out / name)
                 elif source.exists():
                     shutil.copy(source, out / name)
-            for figure in sorted((out / "figures").glob("*.png")):
+            for figure in sorted((out / "figures").glob("*.png")) if figures else ():
                 palette_png(figure)
 
 
@@ -200,7 +203,8 @@ def stale_files(params: SuiteConfig, paper: str, reference: Path) -> list[str]:
     with tempfile.TemporaryDirectory() as tmp:
         fresh = Path(tmp) / "report"
         committed = reference / "report"
-        render(params, paper, reference, fresh, location=committed)  # linked as committed
+        render(params, paper, reference, fresh, location=committed,  # linked as committed
+               figures=False)  # not compared: built, not drawn (half the time)
 
         def texts(base: Path) -> set[str]:
             return {p.relative_to(base).as_posix() for p in base.rglob("*")

@@ -11,12 +11,12 @@ checkpoints/<suite>/<experiment>/<algorithm>/ (`clusterfl.checkpoints`), which a
 once the cell's results are in place. As it ends, a cell of the suite writes finished.json
 beside its logs and prints the whole suite's progress (`pipeline.progress`).
 
-`--seed K` (README's "run one stage by hand") trains seed K alone: the cell keeps the suite's
-other seeds already on disk and summary.json covers every seed present, in the suite's order,
-so a cell completed by hand is byte for byte the cell `dvc repro` writes (DVC and `plan` see
-nothing changed). Such a run writes no finished.json (it is no whole cell of a repro), and
-refuses, in one line, to mix in seeds that the cell's last run (tracking.json) trained with
-other settings.
+`--seed K` (docs/operations.md, "Run one stage by hand") trains seed K alone: the cell keeps
+the suite's other seeds already on disk and summary.json covers every seed present, in the
+suite's order, so a cell completed by hand is byte for byte the cell `dvc repro` writes (DVC
+and `plan` see nothing changed). Such a run writes no finished.json (it is no whole cell of
+a repro), and refuses, in one line, to mix in seeds that the cell's last run (tracking.json)
+trained with other settings.
 """
 
 import dataclasses

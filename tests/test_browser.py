@@ -172,23 +172,44 @@ def test_seed_run_chart_draws_every_round(page, server, repo, tmp_path):
 
 
 def test_parent_run_lists_figures_and_summary(page, server, repo, tmp_path):
+    """The parent run's artifacts page lists the figures the report attached, previews the
+    stored PNG itself (decoded, its own width), and shows the summary table with the paper's
+    number beside ours."""
+    from mlflow.tracking import MlflowClient
+    from PIL import Image
+
     run_id = _runs(repo)[f"{EXPERIMENT}/pfedkm_k3"]
+    client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
+    expected = [f"{EXPERIMENT}_{kind}.png" for kind in ("curves", "clustering", "assignments")]
+    assert sorted(Path(a.path).name for a in client.list_artifacts(run_id, "figures")) == sorted(
+        expected)
+    summary = Path(client.download_artifacts(run_id, "tables/summary.md", str(tmp_path)))
+    assert "81.88" in summary.read_text()  # P1 Table 2's pFedKM K=3 number, beside ours
     page.goto(f"{server}/#/experiments/{_experiment_id(repo)}/runs/{run_id}/artifacts"
               "?workflowType=machine_learning")
     for folder in ("figures", "tables", "curves"):
         page.get_by_text(folder, exact=True).first.wait_for()
     _close_assistant(page)
     page.get_by_text("figures", exact=True).first.click()
-    expected = [f"{EXPERIMENT}_{kind}.png" for kind in ("curves", "clustering", "assignments")]
     for name in expected:
         page.get_by_text(name, exact=True).wait_for()
     page.get_by_text(f"{EXPERIMENT}_assignments.png", exact=True).click()
-    page.locator("img[src^=blob]").first.wait_for()  # the figure's preview, fetched
+    preview = page.locator("img[src^=blob]").first
+    preview.wait_for()  # the figure's preview, fetched from the server
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0",
+                           arg=preview.element_handle())
+    stored = client.download_artifacts(run_id, f"figures/{EXPERIMENT}_assignments.png",
+                                       str(tmp_path))
+    with Image.open(stored) as image:
+        assert preview.evaluate("img => img.naturalWidth") == image.width
     _shot(page, tmp_path, "3_parent_run_artifacts")
+    page.get_by_text("tables", exact=True).first.click()
+    page.get_by_text("summary.md", exact=True).click()
+    page.get_by_text("81.88").first.wait_for()  # the table's text, shown by the UI
 
 
 def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
-    """The README's walkthrough: filter to seed 0 of each cell, switch to the chart view."""
+    """docs/operations.md's walkthrough: filter to seed 0 of each cell, switch to the chart view."""
     from clusterfl.tracking import runs_page_url
 
     url = runs_page_url(server, _experiment_id(repo))
@@ -212,7 +233,7 @@ def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
     dialog.locator(".js-line").nth(len(ALGORITHMS) - 1).wait_for()
     for alg in ALGORITHMS:  # the large chart's legend names both seed runs
         assert f"{EXPERIMENT}/{alg}/seed0 (test_acc)" in dialog.inner_text()
-    _shot(page, tmp_path, "4b_test_acc_fullscreen")  # the README's docs/img/mlflow_compare.png
+    _shot(page, tmp_path, "4b_test_acc_fullscreen")  # docs/img/mlflow_compare.png
 
 
 def test_report_page_has_every_table_and_figure(page, repo, tmp_path):
@@ -223,6 +244,10 @@ def test_report_page_has_every_table_and_figure(page, repo, tmp_path):
     assert tables >= 2 and len(figures) >= 3
     page.goto((reports / "index.html").as_uri())
     assert page.locator("table").count() == tables
+    images = page.locator("img")
+    for i in range(images.count()):  # loading="lazy": each loads as a reader scrolls to it
+        images.nth(i).scroll_into_view_if_needed()
+    page.wait_for_function("Array.from(document.images).every(i => i.complete)")
     assert page.evaluate("Array.from(document.images).filter("
                          "i => i.complete && i.naturalWidth > 0).length") == len(figures)
     text = page.inner_text("body")

@@ -2,11 +2,11 @@
 seconds, with real DVC.
 
 What DVC runs is exactly the active suite's stages; a second run is a no-op; code deps
-follow imports (a P5 change leaves every
-P1 cell up to date, a report change re-runs only the report, a shared-engine change every
-cell); outputs are the same on every run; `dvc exp run -S`, `dvc plots` and a DVC remote
-round trip work (one changed hyperparameter re-runs only its cells); another suite runs
-beside the default one without touching it.
+follow imports (a P5 change leaves every P1 cell up to date, a report change re-runs only the
+report, a shared-engine change every cell); outputs are the same on every run, also after a
+seed trained by hand; `dvc exp run -S`, `dvc plots` and a DVC remote round trip work (one
+changed hyperparameter re-runs only its cells); another suite runs beside the default one
+without touching it.
 """
 
 import json
@@ -148,6 +148,30 @@ def test_outputs_are_the_same_on_every_run(workspace):
     _dvc(ws, env, "repro", "-f", "-s", "report")
     assert (ws / "dvc.lock").read_bytes() == lock
     assert "Data and pipelines are up to date" in _dvc(ws, env, "repro")
+
+
+def test_after_dvc_repro_a_seed_trained_by_hand_leaves_plan_nothing_to_train(workspace):
+    """docs/operations.md's `clusterfl train <experiment> <algorithm> --seed 0` on a cell that
+    `dvc repro` trained: the other seed stays, every file of the cell is the same bytes, and
+    `plan` (DVC's status) has no cell to train."""
+    ws, env, _ = workspace
+    cell = ws / "results/default/p1_synthetic_mlr/fedavg"
+
+    def files() -> dict[str, bytes]:
+        return {p.relative_to(cell).as_posix(): p.read_bytes()
+                for p in sorted(cell.rglob("*")) if p.is_file()}
+
+    whole = files()
+    assert "seed1/history.json" in whole
+    _sh([str(BIN / "clusterfl"), "train", "p1_synthetic_mlr", "fedavg", "--seed", "0",
+         "--no-track"], ws, env)
+    proc = subprocess.run([str(BIN / "clusterfl"), "plan", "--json", "--no-probe"], cwd=ws,
+                          env={k: v for k, v in env.items() if k != "CLUSTERFL_JOBS"},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["cells"] == [], plan["cells"]
+    assert files() == whole
 
 
 @pytest.mark.parametrize(("touched", "stale"), [

@@ -1,13 +1,12 @@
-"""README's "run one stage by hand" (`clusterfl train <experiment> <algorithm> --seed 0`) on a
-suite's cell never deletes the cell's other seeds: the summary is written from every seed on
-disk (the same bytes as the whole cell's run, so DVC and `plan` see nothing changed), a cell
-with seeds still missing is not counted done by the suite's progress, and seeds trained with
-other settings are never mixed into one summary."""
+"""docs/operations.md's "Run one stage by hand" (`clusterfl train <experiment> <algorithm>
+--seed 0`) on a suite's cell never deletes the cell's other seeds: the summary is written
+from every seed on disk (the same bytes as the whole cell's run, so DVC and `plan` see
+nothing changed), a cell with seeds still missing is not counted done by the suite's
+progress, and seeds trained with other settings are never mixed into one summary. The
+same after a real `dvc repro` (then `plan` has nothing to train) is in
+test_pipeline_e2e.py, on the workspace its repro already made."""
 
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from typer.testing import CliRunner
 
 from pipeline.common import SuitePaths
 from pipeline.progress import FINISHED_FILE, plan_path
-from tests.workspace import cli_in_process, copy_pipeline, grid
+from tests.workspace import cli_in_process, grid
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -87,37 +86,3 @@ def test_seeds_trained_with_other_settings_are_not_mixed_in(workspace):
     assert "seeds [1, 2] were trained with other settings" in result.output
     assert len(result.output.strip().splitlines()) == 1  # one line (soft-wrapped)
     assert _files(cell) == whole  # nothing touched
-
-
-def test_after_dvc_repro_a_seed_trained_by_hand_leaves_plan_nothing_to_train(tmp_path):
-    """The issue's sequence with real DVC: `dvc repro` of a two-seed cell, then README's
-    `clusterfl train ... --seed 0`: the other seed stays, and `plan` (DVC's status) has no
-    cell to train."""
-    ws = tmp_path
-    copy_pipeline(ws)
-    (ws / ".gitignore").write_text("mlflow.db\n/logs/\n/checkpoints/\n__pycache__/\n")
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    params["suite"].update(seeds=[0, 1], training={"rounds": 2}, grid=grid(CELLS[:1]))
-    params["datasets"]["p1_synthetic"].update(clients_per_cluster=2, max_size=120)
-    (ws / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    bin_ = Path(sys.executable).parent
-    env = {**os.environ, "PATH": f"{bin_}:{os.environ['PATH']}",
-           "PYTHONPATH": f"{ws}:{ws / 'src'}", "CLUSTERFL_THREADS": "1",
-           "MLFLOW_TRACKING_URI": f"sqlite:///{ws / 'mlflow.db'}"}
-    env.pop("CLUSTERFL_JOBS", None)
-
-    def run(*cmd: str) -> str:
-        proc = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        return proc.stdout
-
-    run(sys.executable, "-m", "pipeline.cli", "render", "default")
-    run("git", "init", "-q")
-    run(sys.executable, "-m", "dvc", "init", "-q")
-    run(sys.executable, "-m", "dvc", "repro", "-q", f"train@{CELLS[0][0]}-{CELLS[0][1]}")
-    cell = SuitePaths("default", ws).cell_dir(*CELLS[0])
-    whole = _files(cell)
-    run(sys.executable, "-m", "pipeline.cli", "train", *CELLS[0], "--seed", "0", "--no-track")
-    plan = json.loads(run(sys.executable, "-m", "pipeline.cli", "plan", "--json", "--no-probe"))
-    assert plan["cells"] == [], plan["cells"]
-    assert _files(cell) == whole and (cell / "seed1/history.json").exists()

@@ -1,6 +1,6 @@
 """Outputs take the modes the process umask gives (0644 files, 0755 directories under umask
 022), not the 0600 / 0700 of `tempfile`'s private temporaries: a report copied anywhere can
-be served or shared with a group, as the README suggests."""
+be served or shared with a group, as docs/operations.md suggests."""
 
 import os
 import stat

@@ -48,3 +48,22 @@ def test_experiment_figures_lists_what_it_wrote(tmp_path):
     figures.convergence_figure({("e", "fedavg"): mean_curve(tmp_path, "e", "fedavg")},
                                out / "convergence.png")
     assert (out / "convergence.png").read_bytes()[:4] == PNG
+
+
+def test_placeholder_figures_builds_each_figure_and_writes_an_empty_file(tmp_path, monkeypatch):
+    """`python -m pipeline.reference --check` compares a report's text only: inside
+    `placeholder_figures` a figure is built (titled, its axes drawn into) but written as an
+    empty file of its name, never laid out or rasterized; outside it, a PNG again."""
+    write_accuracy_run(tmp_path, "e", "fedavg", 0, [0.5, 0.6])
+    curves = {"fedavg": mean_curve(tmp_path, "e", "fedavg")}
+    plt = figures.pyplot()
+    before = len(plt.get_fignums())
+    rasterized = []
+    monkeypatch.setattr(plt.Figure, "savefig", lambda fig, *a, **k: rasterized.append(fig))
+    with figures.placeholder_figures():
+        figures.curves_figure("t", curves, tmp_path / "sub" / "c.png")
+    assert (tmp_path / "sub" / "c.png").read_bytes() == b"" and rasterized == []
+    assert len(plt.get_fignums()) == before  # released all the same
+    monkeypatch.undo()
+    figures.curves_figure("t", curves, tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:4] == PNG

@@ -70,3 +70,26 @@ def test_a_history_without_a_primary_metric_is_a_user_error(tmp_path):
 def test_cells_grouped_by_experiment_in_order():
     assert runs.by_experiment([("b", "x"), ("a", "y"), ("b", "z")]) == {"b": ["x", "z"],
                                                                      "a": ["y"]}
+
+
+def test_histories_read_once_parses_each_file_once_and_rereads_a_rewritten_one(
+        tmp_path, monkeypatch):
+    write_accuracy_run(tmp_path, "e", "fedavg", 0, [0.5, 0.6])
+    write_accuracy_run(tmp_path, "e", "fedavg", 1, [0.7, 0.8])
+    parsed = []
+    load = runs.load_history_json
+    monkeypatch.setattr(runs, "load_history_json", lambda p: parsed.append(p) or load(p))
+    with runs.histories_read_once():
+        first = runs.read_cell(tmp_path, "e", "fedavg")
+        assert runs.read_cell(tmp_path, "e", "fedavg") == first
+        assert runs.mean_curve(tmp_path, "e", "fedavg")["test_acc"].tolist() == pytest.approx(
+            [60.0, 70.0])
+        assert len(parsed) == 2  # two seeds, each parsed once for three reads
+        write_accuracy_run(tmp_path, "e", "fedavg", 1, [0.7, 0.9, 0.95])  # rewritten
+        assert [len(h.records) for h in runs.read_cell(tmp_path, "e", "fedavg")] == [2, 3]
+        assert len(parsed) == 3
+        with pytest.raises(UserError, match=r"seed7.*history\.json"):  # missing: its error
+            runs.read_seed(tmp_path / "e" / "fedavg" / "seed7")
+        assert len(parsed) == 4
+    runs.read_cell(tmp_path, "e", "fedavg")
+    assert len(parsed) == 6  # outside it, every read parses

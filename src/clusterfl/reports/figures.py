@@ -10,7 +10,9 @@
 """
 
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -45,14 +47,34 @@ def pyplot():
     return plt
 
 
+# False inside `placeholder_figures()`: figures are built but written as empty files.
+_RASTERIZE: ContextVar[bool] = ContextVar("rasterize_figures", default=True)
+
+
+@contextmanager
+def placeholder_figures() -> Iterator[None]:
+    """Within it, `save_figure` builds every figure (all the plotting code runs) but writes an
+    empty file at its path instead of laying it out and rasterizing it, which is half of a
+    report's time. For checks that compare a report's text files only (`python -m
+    pipeline.reference --check`): the page lists the same figure names."""
+    token = _RASTERIZE.set(False)
+    try:
+        yield
+    finally:
+        _RASTERIZE.reset(token)
+
+
 def save_figure(fig, path: Path, title: str | None = None, dpi: int = 110) -> None:
     """Title (if any, wrapped to the figure's width), lay out, write `path`, release."""
     if title is not None:  # ~9 characters per inch at the default 12 pt title
         fig.suptitle(textwrap.fill(title, max(20, int(fig.get_figwidth() * 9)),
                                    break_on_hyphens=False))
-    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=dpi)
+    if _RASTERIZE.get():
+        fig.tight_layout()
+        fig.savefig(path, dpi=dpi)
+    else:
+        path.write_bytes(b"")
     pyplot().close(fig)
 
 

@@ -5,7 +5,9 @@ of `history.json`, or, in histories written before it did, `test_acc` (classific
 `test_mse` (regression). Values are shown as `clusterfl.metrics` says: percent metrics x100.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,11 +68,41 @@ def seed_dirs(results: Path, experiment: str, algorithm: str) -> list[Path]:
     return sorted((results / experiment / algorithm).glob("seed*"))
 
 
+# Inside `histories_read_once()`: each history file read so far, by path, size and mtime.
+_READ: ContextVar[dict[tuple[Path, int, int], "SeedHistory"] | None] = ContextVar(
+    "histories_read", default=None)
+
+
+@contextmanager
+def histories_read_once() -> Iterator[None]:
+    """Within it, `read_seed` parses and validates each history file once and returns the
+    same `SeedHistory` on later reads of the unchanged file (a report reads every seed up to
+    four times: its rows, its mean curve, its figures, its paper's tables). The histories
+    are shared, so callers must not change them (no report code does)."""
+    token = _READ.set({})
+    try:
+        yield
+    finally:
+        _READ.reset(token)
+
+
 def read_seed(seed_dir: Path) -> SeedHistory:
     """One seed's history, validated (`history.load_history_json`). Its timings are not
     merged in: what the report stage writes as DVC outs must be the same on every run
     (`cost_rows` reads them for the costs page, outside the outs)."""
-    data = load_history_json(seed_dir / "history.json")
+    path = seed_dir / "history.json"
+    read = _READ.get()
+    if read is not None and path.is_file():  # a missing file: load_history_json's error
+        stat = path.stat()
+        key = (path, stat.st_size, stat.st_mtime_ns)
+        if key not in read:
+            read[key] = _read_seed(seed_dir, path)
+        return read[key]
+    return _read_seed(seed_dir, path)
+
+
+def _read_seed(seed_dir: Path, path: Path) -> SeedHistory:
+    data = load_history_json(path)
     return SeedHistory(seed=int(seed_dir.name.removeprefix("seed")), records=data["records"],
                        arrays=data.get("arrays", {}), primary=primary_metric(data))
 

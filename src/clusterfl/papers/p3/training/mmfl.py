@@ -10,7 +10,7 @@ the head is averaged over the clients of EVERY modality, so what one modality le
 the classes reaches the others. Every client trains encoder and head with its selected rate
 (Steps 7-8: "decoder model training using the same alpha").
 
-The names used in params, the report and the README:
+The names used in params, the report and docs/p3.md:
 - mmFL (`rates: [0.01, 0.001, 0.0001]`, `share_head: true`): the paper's method.
 - multimodal FL with a fixed rate (`rates: [r]`, `share_head: true`): Fig. 3's fixed rates
   and Table 1's "Multimodal FL"; no selection happens.
