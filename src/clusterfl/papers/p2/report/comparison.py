@@ -58,7 +58,7 @@ def _ratio_part(cells: Sequence[Cell], matrices: Mapping[str, np.ndarray], toler
     distances, ratios, rows = [], [], []
     for cell in cells:
         ours, _ = center_table(cell.seeds)
-        paper, _ = paper_matched(matrices[cell.experiment])
+        paper, _ = paper_matched(matrices[cell.experiment].tolist())
         noise, theta = cell.draw.noise, cell.draw.theta
         heldout = [cmp.heldout_distance(x, theta) for x in cell.draw.heldout]
         theirs = cmp.paper_distance(paper, noise)
