@@ -10,8 +10,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from clusterfl.papers.p2.report import figures, sweeps, tables
+from clusterfl.papers.p2.report import comparison, figures, sweeps, tables
 from clusterfl.papers.p2.report.cells import SeedResult, cell_metrics, is_soft_cell, read_cell
+from clusterfl.papers.p2.report.comparable import read_draw
 from clusterfl.reports.diagnostics import diagnostic_section
 from clusterfl.reports.figures import experiment_figures
 from clusterfl.reports.mixtures import Mixtures, read_mixtures
@@ -79,7 +80,23 @@ class P2Report:
         sweep_refs = self.references.get("p2_sweeps") or {}
         for name, sweep, points in self._sweeps():
             parts += self._sweep(sweep, points, tables.paper_reference(sweep_refs, name))
+        parts += comparison.section(self._synthetic_cells(), self.references)
         return "\n".join(parts + draws)
+
+    def _synthetic_cells(self) -> list[comparison.Cell]:
+        """FedSoft's cells on the synthetic regression that the paper has numbers for, each
+        with its draw."""
+        matrices, local = comparison.paper_numbers(self.references)
+        out = []
+        for exp, cells in self.cells.items():
+            alg = next((a for a in cells if self._is_fedsoft(a)), None)
+            if alg is None or (exp not in matrices and exp not in local):
+                continue
+            seeds = [s for s in cells[alg] if s.holdout is not None and s.match is not None]
+            draw = read_draw(self.params, exp) if seeds else None
+            if draw is not None:
+                out.append(comparison.Cell(exp, seeds, draw, self._names(exp)))
+        return out
 
     def _experiment(self, exp: str, paper: tables.PaperRef | None) -> list[str]:
         names = self._names(exp)

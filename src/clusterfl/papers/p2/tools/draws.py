@@ -19,6 +19,7 @@ import pandas as pd
 from clusterfl.clustering import match_centers
 from clusterfl.config import SuiteConfig
 from clusterfl.data import build_dataset
+from clusterfl.papers.p2.report.comparable import implied_distances
 from clusterfl.partition import build_partition
 from clusterfl.runner import run_seed
 
@@ -31,9 +32,7 @@ def squared_distance(theta: np.ndarray) -> float:
 def implied_distance(matrix: np.ndarray) -> np.ndarray:
     """[S]: D implied by each matched center of a [2, S] MSE matrix (rows = distributions,
     column j = the center serving distribution j)."""
-    m = np.asarray(matrix, dtype=float) - 1.0
-    own, other = np.diag(m[:, :2]), m[::-1, :2].diagonal()
-    return (np.sqrt(own) + np.sqrt(other)) ** 2
+    return implied_distances(np.asarray(matrix, dtype=float)[:, :2], noise=1.0)
 
 
 def matched(matrix: np.ndarray) -> np.ndarray:
