@@ -63,6 +63,7 @@ browser:  ## Debian's Chromium for tests/test_browser.py (installed as root with
 	  else echo "no chromium and not root with apt-get: tests/test_browser.py will skip"; fi; }
 
 test: $(STAMP) browser
+	$(BIN)/mypy  # the typed seam ([tool.mypy] in pyproject.toml), ~15 s
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 test-fast: $(STAMP)  ## the edit loop (~2.5 min on 2 cores): every test not marked slow, server or browser
@@ -73,6 +74,7 @@ plan: $(STAMP)  ## what `make SUITE` would train and how long it takes: make pla
 
 lint: $(STAMP)
 	$(BIN)/ruff check src pipeline tests
+	$(BIN)/mypy
 
 ui: $(STAMP)  ## the MLflow UI on the runs of this repo, opened on the runs table
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/clusterfl ui --port $${PORT:-5000}

@@ -3,7 +3,8 @@ imports, at module level and inside functions. `clusterfl render` derives a stag
 deps from it (what the stage's process can import), and the tests use it to prove there is
 no import cycle and that training never imports report code.
 
-A module's edges are its own `import` statements: `from pkg import name` is an edge to
+A module's edges are its own `import` statements (not those under `if TYPE_CHECKING:`, which
+never run): `from pkg import name` is an edge to
 `pkg.name` where that is a submodule, else to `pkg`. Importing `a.b.c` also runs
 `a/__init__` and `a/b/__init__`: `closure` adds those parents, `cycles` does not (a package
 that imports its own submodules is how a registry fills, not a cycle).
@@ -38,11 +39,22 @@ def _absolute(module: str, is_package: bool, level: int, target: str | None) -> 
     return ".".join([*parts, *([target] if target else [])])
 
 
+def _type_checking_only(node: ast.AST) -> bool:
+    """`if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`): imports for the type checker only."""
+    if not isinstance(node, ast.If) or node.orelse:
+        return False
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _edges(tree: ast.AST, module: Module, known: set[str]) -> None:
     is_package = module.path.name == "__init__.py"
 
     def visit(node: ast.AST, lazy: bool) -> None:
         for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):  # never runs: no edge for cycles or DVC deps
+                continue
             inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef
                                        | ast.Lambda)
             names: list[str] = []

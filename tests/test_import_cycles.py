@@ -27,13 +27,14 @@ def test_graph_reads_every_kind_of_import(tmp_path: Path) -> None:
     files = {
         "__init__.py": "from pkg.a import f\n",
         "a.py": "import os\n\ndef f():\n    from .sub import b\n",
-        "sub/__init__.py": "",
+        "sub/__init__.py": "import typing\n\nif typing.TYPE_CHECKING:\n    import pkg.c\n",
         "sub/b.py": "from pkg import c\nfrom .. import a\n",
         "c.py": "import pkg.sub.b\nfrom pkg import f\nimport pkg.c\n",
     }
     for name, text in files.items():
         (pkg / name).write_text(text)
     g = graph(tmp_path, ["pkg"])
+    # sub's `if TYPE_CHECKING:` import never runs: no edge (else sub <-> c would be a cycle)
     assert {n: (m.top, m.lazy) for n, m in g.items()} == {
         "pkg": ({"pkg.a"}, set()), "pkg.a": (set(), {"pkg.sub.b"}), "pkg.sub": (set(), set()),
         "pkg.sub.b": ({"pkg.a", "pkg.c"}, set()), "pkg.c": ({"pkg", "pkg.sub.b"}, set())}

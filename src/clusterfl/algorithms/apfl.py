@@ -116,7 +116,7 @@ class Apfl(NeuralAlgorithm):
         packed = broadcast(self.global_model, len(clients))
         packed |= {PERSONAL + k: v for k, v in gather(self.personal, clients).items()}
         packed[ALPHA] = self.alpha[clients]
-        rule = ApflStep(self.schedule.lr, names, self.hyper.alpha_mode == "adaptive")
+        rule = ApflStep(self.lr, names, self.hyper.alpha_mode == "adaptive")
         out = self.train_clients(packed, clients, rule=rule)
         self.personal = scatter(self.personal, clients, {k: out[PERSONAL + k] for k in names})
         self.alpha = self.alpha.clone()

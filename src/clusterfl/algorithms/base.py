@@ -14,7 +14,17 @@ import torch
 from torch import nn
 
 from clusterfl.aggregation import gather
-from clusterfl.engine import ENGINES, Adam, ClientData, LocalEngine, Prox, Sgd, make_plan
+from clusterfl.engine import (
+    ENGINES,
+    Adam,
+    BatchPlan,
+    ClientData,
+    LocalEngine,
+    LocalRule,
+    Prox,
+    Sgd,
+    make_plan,
+)
 from clusterfl.engine.kernels import linear_relu_layers
 from clusterfl.engine.losses import LossName
 from clusterfl.engine.vectorized import Precision
@@ -216,17 +226,24 @@ class NeuralAlgorithm(FederatedAlgorithm):
                     importance=self.importance(), assignment=self.assignment())
 
     # -- shared machinery ---------------------------------------------------------------------
-    def local_rule(self) -> Any:
+    @property
+    def lr(self) -> float:
+        """The schedule's learning rate (`validate_neural` refused a neural cell without one)."""
+        assert self.schedule.lr is not None
+        return self.schedule.lr
+
+    def local_rule(self) -> Sgd | Adam:
         s = self.schedule
         if s.optimizer == "adam":
-            return Adam(s.lr, weight_decay=s.weight_decay)
-        return Sgd(s.lr, weight_decay=s.weight_decay)
+            return Adam(self.lr, weight_decay=s.weight_decay)
+        return Sgd(self.lr, weight_decay=s.weight_decay)
 
     def initial_model(self) -> Tensors:
+        assert self.ctx.model is not None  # checked in __init__
         return init_params(self.ctx.model, self.generator, self.schedule.init)
 
     def local_plan(self, clients: torch.Tensor, local_steps: int | None = None,
-                   batch_size: int | None = None) -> Any:
+                   batch_size: int | None = None) -> BatchPlan:
         """The batches `clients` train on this round (the schedule's unless overridden)."""
         s = self.schedule
         steps, epochs = (local_steps, None) if local_steps is not None else (s.local_steps,
@@ -235,15 +252,15 @@ class NeuralAlgorithm(FederatedAlgorithm):
                          self.rng, local_steps=steps, epochs=epochs)
 
     def train_clients(
-        self, start: Tensors, clients: torch.Tensor, prox: Prox | None = None, rule: Any = None,
-        plan: Any = None,
+        self, start: Tensors, clients: torch.Tensor, prox: Prox | None = None,
+        rule: LocalRule | None = None, plan: BatchPlan | None = None,
     ) -> Tensors:
         """Local training of `clients` from stacked `start`, through the engine."""
         plan = plan if plan is not None else self.local_plan(clients)
         return self.engine.train(start, clients, rule or self.local_rule(), plan, prox)
 
     def train_clients_with_state(
-        self, start: Tensors, clients: torch.Tensor, rule: Any
+        self, start: Tensors, clients: torch.Tensor, rule: LocalRule
     ) -> tuple[Tensors, Tensors]:
         """As `train_clients`, plus the rule's final per-client state (pFedMe's theta)."""
         return self.engine.train_with_state(start, clients, rule, self.local_plan(clients))

@@ -10,11 +10,13 @@ al. 2021, "Adaptive Federated Optimization", FedAvg with a server learning rate)
 """
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 
 from clusterfl.aggregation import broadcast, mix, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.loop import Family
 from clusterfl.options import require
 from clusterfl.types import Tensors
 
@@ -28,8 +30,8 @@ class FedAvgHyper:
 
 
 class FedAvg(NeuralAlgorithm):
-    family = "global"
-    Hyper = FedAvgHyper
+    family: ClassVar[Family] = "global"  # FedProx and FedAvg-FT override these
+    Hyper: ClassVar[type] = FedAvgHyper
 
     def setup(self) -> None:
         self.global_model = self.initial_model()

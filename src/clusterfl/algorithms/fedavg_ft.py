@@ -62,7 +62,7 @@ class FedAvgFt(FedAvg):
 
     def finetune_rule(self) -> Sgd | Adam:
         s = self.schedule
-        lr = self.hyper.finetune_lr if self.hyper.finetune_lr is not None else s.lr
+        lr = self.hyper.finetune_lr if self.hyper.finetune_lr is not None else self.lr
         if s.optimizer == "adam":
             return Adam(lr, weight_decay=s.weight_decay)
         return Sgd(lr, weight_decay=s.weight_decay)

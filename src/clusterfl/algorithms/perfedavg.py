@@ -137,7 +137,7 @@ class PerFedAvg(NeuralAlgorithm):
 
     def meta_rule(self) -> PerFedAvgStep:
         h = self.hyper
-        return PerFedAvgStep(self.schedule.lr, h.alpha, h.variant == "hf", h.delta)
+        return PerFedAvgStep(self.lr, h.alpha, h.variant == "hf", h.delta)
 
     def round(self, round_: int, clients: torch.Tensor) -> None:
         rule = self.meta_rule()

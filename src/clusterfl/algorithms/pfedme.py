@@ -42,13 +42,14 @@ did not train this round keeps its last theta and w.
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
 from clusterfl.aggregation import broadcast, gather, mix, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
 from clusterfl.engine import MoreauEnvelope
+from clusterfl.loop import Family
 from clusterfl.options import require
 from clusterfl.types import Tensors, View
 
@@ -73,7 +74,7 @@ class PFedMeHyper:
 
 
 class PFedMe(NeuralAlgorithm):
-    family = "personalized"
+    family: ClassVar[Family] = "personalized"  # pFedKM overrides it
     Hyper = PFedMeHyper
 
     def setup(self) -> None:
@@ -84,7 +85,7 @@ class PFedMe(NeuralAlgorithm):
 
     def moreau_rule(self) -> MoreauEnvelope:
         h = self.hyper
-        return MoreauEnvelope(lr=self.schedule.lr, personal_lr=h.personal_lr, lam=h.lam,
+        return MoreauEnvelope(lr=self.lr, personal_lr=h.personal_lr, lam=h.lam,
                               inner_steps=h.inner_steps, mu=h.mu)
 
     def local_round(self, start: Tensors, clients: torch.Tensor) -> Tensors:
