@@ -22,8 +22,8 @@ FOLDER = "src/clusterfl/algorithms"
 
 def _cell_deps(suite: str) -> dict[str, set[str]]:
     """Each train cell's deps, with the cell's `${item.*}` values filled in."""
-    train = stages(load_params(ROOT / "suites" / suite / "params.yaml"), ROOT, Code(ROOT))[
-        "stages"]["train"]
+    train = stages(load_params(ROOT / "suites" / suite / "params.yaml"), ROOT, Code(ROOT),
+                   compact=False)["stages"]["train"]  # the long form: one full item a cell
     out = {}
     for cell, item in train["foreach"].items():
         deps = set()

@@ -82,7 +82,8 @@ def test_a_full_grid_is_a_matrix_and_no_anchor_is_pyyamls():
     default = yaml.safe_load(texts[ROOT / "params.yaml"])["stages"]["train"]
     assert default["foreach"]["p1_synthetic_mlr-fedavg"] == {
         "paper": "p1", "experiment": "p1_synthetic_mlr", "algorithm": "fedavg",
-        "dataset": "p1_synthetic", "partition": "p1_synthetic"}
+        "code": "src/clusterfl/algorithms/fedavg.py", "dataset": "p1_synthetic",
+        "partition": "p1_synthetic"}
     assert "src/clusterfl/papers/${item.paper}/training" in default["do"]["deps"]
 
 
