@@ -34,8 +34,8 @@ class MyFedProxHyper:
         require(self.mu >= 0, f"{key}.mu", f"must be >= 0, got {self.mu}")
 
 
-class MyFedProx(NeuralAlgorithm):
-    Hyper = MyFedProxHyper
+# the type argument is the hyperparameter class params are parsed into (and types self.hyper)
+class MyFedProx(NeuralAlgorithm[MyFedProxHyper]):
     family = "global"  # the leaderboard's family column: one model for every client
 
     def setup(self) -> None:

@@ -15,7 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import nullcontext
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 
 import numpy as np
 import torch
@@ -37,12 +37,18 @@ from clusterfl.types import Evaluator, GroundTruth, RunContext, SeedInputs, View
 # What kind of model each client ends with, as the benchmark's leaderboard groups methods
 # (docs/algorithms.md): one global model, its own local one, a personalized one, or its
 # cluster's (or mixture's) model.
+# An algorithm's hyperparameter dataclass (its `Hyper`), the type of `self.hyper`.
+H = TypeVar("H")
+
 Family = Literal["global", "local", "personalized", "clustered", "other"]
 
 
-class FederatedAlgorithm(ABC):
-    """Owns the round loop; subclasses fill in the hooks."""
+class FederatedAlgorithm(ABC, Generic[H]):
+    """Owns the round loop; subclasses fill in the hooks. `H` is the algorithm's
+    hyperparameter dataclass (`Hyper`), so `self.hyper.<field>` is checked by mypy."""
 
+    # the hyperparameter dataclass params are parsed into; a subclass that names it as its
+    # type argument (`class Ifca(OneModelPerCluster[IfcaHyper])`) gets it from there
     Hyper: ClassVar[type]
     # every general method declares its own; a paper's own method may leave "other"
     family: ClassVar[Family] = "other"
@@ -50,13 +56,22 @@ class FederatedAlgorithm(ABC):
     # out of `state_dict` (a subclass adds its own, e.g. a data matrix `setup` rebuilds).
     transient: ClassVar[tuple[str, ...]] = ("hyper", "ctx")
 
-    def __init__(self, hyper: Any, ctx: RunContext) -> None:
-        self.hyper = hyper
+    def __init__(self, hyper: H, ctx: RunContext) -> None:
+        self.hyper: H = hyper
         self.ctx = ctx
         self.rng = np.random.default_rng(ctx.seed)
         self.generator = torch.Generator().manual_seed(ctx.seed)
         self.num_clients = ctx.num_clients
         self.all_clients = torch.arange(self.num_clients)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "Hyper" in cls.__dict__:
+            return
+        for base in cls.__dict__.get("__orig_bases__", ()):
+            args = get_args(base)
+            if args and isinstance(args[0], type):
+                cls.Hyper = args[0]
 
     @classmethod
     def make_context(cls, run: SeedInputs) -> RunContext:

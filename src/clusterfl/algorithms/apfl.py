@@ -100,9 +100,8 @@ class ApflStep:
             alpha.copy_(new_alpha)
 
 
-class Apfl(NeuralAlgorithm):
+class Apfl(NeuralAlgorithm[ApflHyper]):
     family = "personalized"
-    Hyper = ApflHyper
 
     def setup(self) -> None:
         require_plain_sgd(self.schedule, "apfl")

@@ -29,7 +29,7 @@ from clusterfl.engine.kernels import linear_relu_layers
 from clusterfl.engine.losses import LossName
 from clusterfl.engine.vectorized import Precision
 from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm
+from clusterfl.loop import FederatedAlgorithm, H
 from clusterfl.models import InitScheme, build_model, init_params
 from clusterfl.options import require
 from clusterfl.partition import views
@@ -166,13 +166,13 @@ class NeuralContext(RunContext):
                    model=model, engine=engine, schedule=schedule, holdout=holdout)
 
 
-class NeuralAlgorithm(FederatedAlgorithm):
+class NeuralAlgorithm(FederatedAlgorithm[H]):
     """The round loop with a model: client work goes through the engine."""
 
     ctx: NeuralContext
     transient = (*FederatedAlgorithm.transient, "engine", "schedule")
 
-    def __init__(self, hyper: Any, ctx: NeuralContext) -> None:
+    def __init__(self, hyper: H, ctx: NeuralContext) -> None:
         super().__init__(hyper, ctx)
         assert ctx.engine is not None and ctx.schedule is not None and ctx.model is not None
         self.engine = ctx.engine
@@ -266,7 +266,7 @@ class NeuralAlgorithm(FederatedAlgorithm):
         return self.engine.train_with_state(start, clients, rule, self.local_plan(clients))
 
 
-class OneModelPerCluster(NeuralAlgorithm):
+class OneModelPerCluster(NeuralAlgorithm[H]):
     """A neural algorithm with one model per cluster (`cluster_models`, stacked along dim 0)
     and one cluster per client (`clusters`): IFCA and CFL. A client uses its cluster's model."""
 

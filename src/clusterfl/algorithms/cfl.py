@@ -121,9 +121,8 @@ def separable(alpha_cross: float, gamma_max: float) -> bool:
     return gamma_max < np.sqrt(max(1.0 - alpha_cross, 0.0) / 2)
 
 
-class Cfl(OneModelPerCluster):
+class Cfl(OneModelPerCluster[CflHyper]):
     family = "clustered"
-    Hyper = CflHyper
 
     def setup(self) -> None:
         self.cluster_models = broadcast(self.initial_model(), 1)  # [K, ...], K grows

@@ -49,9 +49,8 @@ class DittoHyper:
                 f"{key}.personal_steps", f"must be >= 1 (or null), got {self.personal_steps}")
 
 
-class Ditto(NeuralAlgorithm):
+class Ditto(NeuralAlgorithm[DittoHyper]):
     family = "personalized"
-    Hyper = DittoHyper
 
     def setup(self) -> None:
         self.global_model = self.initial_model()

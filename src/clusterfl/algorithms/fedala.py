@@ -125,10 +125,8 @@ def converged(losses: Sequence[float], num_pre_loss: int, threshold: float) -> b
     return len(losses) > num_pre_loss and float(np.std(losses[-num_pre_loss:])) < threshold
 
 
-class FedAla(NeuralAlgorithm):
+class FedAla(NeuralAlgorithm[FedAlaHyper]):
     family = "personalized"
-    Hyper = FedAlaHyper
-    hyper: FedAlaHyper
     transient = (*NeuralAlgorithm.transient, "learned")
 
     def setup(self) -> None:

@@ -10,13 +10,13 @@ al. 2021, "Adaptive Federated Optimization", FedAvg with a server learning rate)
 """
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 import torch
 
 from clusterfl.aggregation import broadcast, mix, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.loop import Family
+from clusterfl.loop import Family, H
 from clusterfl.options import require
 from clusterfl.types import Tensors
 
@@ -29,17 +29,27 @@ class FedAvgHyper:
         require(self.server_lr > 0, f"{key}.server_lr", "must be > 0")
 
 
-class FedAvg(NeuralAlgorithm):
-    family: ClassVar[Family] = "global"  # FedProx and FedAvg-FT override these
-    Hyper: ClassVar[type] = FedAvgHyper
+class GlobalModel(NeuralAlgorithm[H]):
+    """One global model that every client uses: FedAvg's setup and evaluation, shared by
+    FedProx (whose hyperparameters are not FedAvg's)."""
+
+    family: ClassVar[Family] = "global"  # FedAvg-FT overrides it
 
     def setup(self) -> None:
         self.global_model = self.initial_model()
+
+    def client_models(self) -> Tensors:
+        return broadcast(self.global_model, self.num_clients)
+
+
+# FedAvg-FT's hyperparameters extend FedAvg's
+A = TypeVar("A", bound=FedAvgHyper)
+
+
+class FedAvg(GlobalModel[A]):
+    Hyper: ClassVar[type] = FedAvgHyper
 
     def round(self, round_: int, clients: torch.Tensor) -> None:
         local = self.train_clients(broadcast(self.global_model, len(clients)), clients)
         average = weighted_average(local, self.train_sizes[clients])
         self.global_model = mix(self.global_model, average, self.hyper.server_lr)
-
-    def client_models(self) -> Tensors:
-        return broadcast(self.global_model, self.num_clients)

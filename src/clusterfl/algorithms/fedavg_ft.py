@@ -44,9 +44,8 @@ class FedAvgFtHyper(FedAvgHyper):
                 "must be > 0 (or null for the schedule's lr)")
 
 
-class FedAvgFt(FedAvg):
+class FedAvgFt(FedAvg[FedAvgFtHyper]):
     family = "personalized"
-    Hyper = FedAvgFtHyper
 
     def setup(self) -> None:
         super().setup()

@@ -81,9 +81,8 @@ def component_average(
     return {k: torch.stack([o[k] for o in out]) for k in old}
 
 
-class FedEM(NeuralAlgorithm):
+class FedEM(NeuralAlgorithm[FedEMHyper]):
     family = "clustered"
-    Hyper = FedEMHyper
 
     def setup(self) -> None:
         draws = [self.initial_model() for _ in range(self.hyper.num_components)]

@@ -104,9 +104,8 @@ def group_means(rows: torch.Tensor, labels: np.ndarray, groups: int) -> torch.Te
     return out
 
 
-class FedGroup(OneModelPerCluster):
+class FedGroup(OneModelPerCluster[FedGroupHyper]):
     family = "clustered"
-    Hyper = FedGroupHyper
 
     def setup(self) -> None:
         self.start_model = self.initial_model()

@@ -36,7 +36,6 @@ class FedPerHyper(SplitHyper):
     """`shared`: the base layers (default the `dnn`'s hidden layer, "1")."""
 
 
-class FedPer(SplitModel):
+class FedPer(SplitModel[FedPerHyper]):
     family = "personalized"
-    Hyper = FedPerHyper
     method = "fedper"

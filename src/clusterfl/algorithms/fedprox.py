@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from clusterfl.aggregation import broadcast, weighted_average
-from clusterfl.algorithms.fedavg import FedAvg
+from clusterfl.algorithms.fedavg import GlobalModel
 from clusterfl.engine import Prox
 from clusterfl.options import require
 
@@ -38,12 +38,11 @@ class FedProxHyper:
         require(self.mu >= 0, f"{key}.mu", f"must be >= 0, got {self.mu}")
 
 
-class FedProx(FedAvg):
+class FedProx(GlobalModel[FedProxHyper]):
     """FedAvg's setup and evaluation (every client uses w); the local objective adds the
     proximal term mu/2 ||w - w^t||^2."""
     family = "global"
 
-    Hyper = FedProxHyper
 
     def round(self, round_: int, clients: torch.Tensor) -> None:
         start = broadcast(self.global_model, len(clients))

@@ -60,10 +60,8 @@ class FedRepHyper(SplitHyper):
             require(value is None or value >= 1, f"{key}.{name}", f"must be >= 1, got {value}")
 
 
-class FedRep(SplitModel):
+class FedRep(SplitModel[FedRepHyper]):
     family = "personalized"
-    Hyper = FedRepHyper
-    hyper: FedRepHyper
     method = "fedrep"
 
     def setup(self) -> None:

@@ -109,9 +109,8 @@ def fedsoft_prox(centers: Tensors, u: torch.Tensor, lam: float) -> Prox:
     return Prox(mu=lam, center=center, weight=weight)
 
 
-class FedSoft(NeuralAlgorithm):
+class FedSoft(NeuralAlgorithm[FedSoftHyper]):
     family = "clustered"
-    Hyper = FedSoftHyper
 
     def setup(self) -> None:
         if self.schedule.clients_per_round is not None:
@@ -135,12 +134,12 @@ class FedSoft(NeuralAlgorithm):
         if (round_ - 1) % h.tau == 0:
             self.u = self.estimate_importance()
         n = self.train_sizes.cpu()
-        full = h.selection_size is None or h.selection_size >= self.num_clients
-        if full:
+        size = h.selection_size
+        full = size is None or size >= self.num_clients
+        if size is None or full:  # every client in every cluster
             selection = [np.arange(self.num_clients)] * h.num_clusters
         else:
-            selection = select_per_cluster(aggregation_weights(self.u, n), h.selection_size,
-                                           self.rng)
+            selection = select_per_cluster(aggregation_weights(self.u, n), size, self.rng)
         union = torch.from_numpy(np.unique(np.concatenate(selection)))
         prox = fedsoft_prox(self.cluster_models, self.u[union], h.lam) if h.lam > 0 else None
         trained = self.train_clients(gather(self.local, union), union, prox=prox)

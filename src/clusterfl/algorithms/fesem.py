@@ -79,9 +79,8 @@ def kmeans_plusplus_rows(points: np.ndarray, k: int, seed: int) -> np.ndarray:
     return distinct[chosen]
 
 
-class FeSem(OneModelPerCluster):
+class FeSem(OneModelPerCluster[FeSemHyper]):
     family = "clustered"
-    Hyper = FeSemHyper
 
     def setup(self) -> None:
         # Every center starts at one draw w0: before the seeding every client trains from it.

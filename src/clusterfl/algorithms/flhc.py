@@ -83,9 +83,8 @@ def hierarchical_clusters(points: np.ndarray, threshold: float, method: str = "w
     return order[inverse].astype(np.int64)
 
 
-class FlHc(OneModelPerCluster):
+class FlHc(OneModelPerCluster[FlHcHyper]):
     family = "clustered"
-    Hyper = FlHcHyper
 
     def setup(self) -> None:
         self.cluster_models = broadcast(self.initial_model(), 1)  # [1, ...] until clustered

@@ -47,9 +47,8 @@ class IfcaHyper:
         require(self.num_clusters >= 1, f"{key}.num_clusters", "must be >= 1")
 
 
-class Ifca(OneModelPerCluster):
+class Ifca(OneModelPerCluster[IfcaHyper]):
     family = "clustered"
-    Hyper = IfcaHyper
 
     def setup(self) -> None:
         draws = [self.initial_model() for _ in range(self.hyper.num_clusters)]

@@ -50,10 +50,8 @@ class LgFedAvgHyper(SplitHyper):
         require(self.fedavg_warmup_rounds >= 0, f"{key}.fedavg_warmup_rounds", "must be >= 0")
 
 
-class LgFedAvg(SplitModel):
+class LgFedAvg(SplitModel[LgFedAvgHyper]):
     family = "personalized"
-    Hyper = LgFedAvgHyper
-    hyper: LgFedAvgHyper
     method = "lgfedavg"
 
     def round(self, round_: int, clients: torch.Tensor) -> None:

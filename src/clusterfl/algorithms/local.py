@@ -19,9 +19,8 @@ class LocalHyper:
     """Local training has no hyperparameters beyond the experiment's schedule."""
 
 
-class Local(NeuralAlgorithm):
+class Local(NeuralAlgorithm[LocalHyper]):
     family = "local"
-    Hyper = LocalHyper
 
     def setup(self) -> None:
         self.models = broadcast(self.initial_model(), self.num_clients)

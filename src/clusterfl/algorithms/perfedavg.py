@@ -126,9 +126,8 @@ class PerFedAvgStep:
                 w.sub_(g[k] - scale * (ahead[k] - behind[k]), alpha=self.beta)
 
 
-class PerFedAvg(NeuralAlgorithm):
+class PerFedAvg(NeuralAlgorithm[PerFedAvgHyper]):
     family = "personalized"
-    Hyper = PerFedAvgHyper
 
     def setup(self) -> None:
         require_plain_sgd(self.schedule, "perfedavg")

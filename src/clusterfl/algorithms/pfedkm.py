@@ -102,9 +102,8 @@ def clustered_server_step(
     return ServerStep(mix(generalized, means, beta), means, labels, found)
 
 
-class PFedKM(PFedMe):
+class PFedKM(PFedMe[PFedKMHyper]):
     family = "clustered"
-    Hyper = PFedKMHyper
 
     def setup(self) -> None:
         super().setup()

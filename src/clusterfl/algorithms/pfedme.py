@@ -42,7 +42,7 @@ did not train this round keeps its last theta and w.
 """
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeVar
 
 import torch
 
@@ -73,7 +73,11 @@ class PFedMeHyper:
         require(self.mu >= 0, f"{key}.mu", "must be >= 0")
 
 
-class PFedMe(NeuralAlgorithm):
+# pFedKM's hyperparameters extend pFedMe's
+P = TypeVar("P", bound=PFedMeHyper)
+
+
+class PFedMe(NeuralAlgorithm[P]):
     family: ClassVar[Family] = "personalized"  # pFedKM overrides it
     Hyper = PFedMeHyper
 

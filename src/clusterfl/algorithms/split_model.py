@@ -16,6 +16,7 @@ model and names the allowed values when an entry matches nothing.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 
@@ -56,10 +57,13 @@ class SplitHyper:
                 "name at least one parameter or module of the model")
 
 
-class SplitModel(NeuralAlgorithm):
+# every split-model method's hyperparameters extend SplitHyper (`shared`, `weighting`)
+S = TypeVar("S", bound=SplitHyper)
+
+
+class SplitModel(NeuralAlgorithm[S]):
     """The round of every split-model method; subclasses may override `local_update`."""
 
-    hyper: SplitHyper
     method: str  # the params `method:` name, for error messages
     # fixed by the hyperparameters and the model: `setup` sets them again on a resume
     transient = (*NeuralAlgorithm.transient, "names", "shared_names", "personal_names")
