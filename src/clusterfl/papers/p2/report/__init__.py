@@ -10,7 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from clusterfl.papers.p2.report import comparison, figures, sweeps, tables
+from clusterfl.papers.p2.report import ablation, comparison, figures, sweeps, tables
 from clusterfl.papers.p2.report.cells import SeedResult, cell_metrics, is_soft_cell, read_cell
 from clusterfl.papers.p2.report.comparable import read_draw
 from clusterfl.reports.diagnostics import diagnostic_section
@@ -81,7 +81,18 @@ class P2Report:
         for name, sweep, points in self._sweeps():
             parts += self._sweep(sweep, points, tables.paper_reference(sweep_refs, name))
         parts += comparison.section(self._synthetic_cells(), self.references)
+        parts += self._ablation()
         return "\n".join(parts + draws)
+
+    def _ablation(self) -> list[str]:
+        """The participation/λ ablation's table, over the experiments that ran."""
+        entry = self.references.get("p2_ablation")
+        if not entry:
+            return []
+        names = {e for row in entry["partitions"].values() for e in row.values()}
+        draws = {e: d for e in names & set(self.cells)
+                 if (d := read_draw(self.params, e)) is not None}
+        return ablation.section(entry, self.cells, draws)
 
     def _synthetic_cells(self) -> list[comparison.Cell]:
         """FedSoft's cells on the synthetic regression that the paper has numbers for, each
