@@ -42,3 +42,13 @@ def test_claims_table_shows_reading_choices_and_cause_only_where_it_explains():
                         "rate on validation |  |")
     assert table[3].endswith("| does not hold |  |  | ablation `p4_shared`: the start |")
     assert table[4].endswith("| within noise |  |  | not yet isolated |")
+
+
+def test_a_claim_in_several_rows_is_stated_once_and_explained_once():
+    claims = {"a": {"text": "A", "reading": "r", "cause": "genuine: always"}}
+    rows = [ClaimRow("a", "e1", HOLDS), ClaimRow("a", "e2", FAILS), ClaimRow("a", "e3", NOISE)]
+    table = claims_table(rows, claims)
+    assert table[2] == "| a | A | e1 | holds | r |  |  |"
+    assert table[3] == ("| a | as above | e2 | does not hold | as above | as above | "
+                        "genuine: always |")
+    assert table[4] == "| a | as above | e3 | within noise | as above | as above | as above |"

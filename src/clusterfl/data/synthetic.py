@@ -327,7 +327,7 @@ def threshold_regression(opts: ThresholdRegressionOptions, rng: np.random.Genera
         num_classes=0,
         groups=np.repeat(np.arange(k * m), n),
         group_cluster=clusters,
-        extras={"optima": optima},
+        extras={"optima": optima, "optimum_values": np.asarray(opts.optimum_values, float)},
         info={"source": "PFL-TC synthetic linear regression"},
     )
 

@@ -80,15 +80,25 @@ def cause_missing(row: ClaimRow, claims: Mapping[str, Any]) -> bool:
 
 
 def claims_table(rows: Sequence[ClaimRow], claims: Mapping[str, Any]) -> list[str]:
-    """Markdown rows: claim, what the paper says, our numbers, verdict, and its evidence."""
+    """Markdown rows: claim, what the paper says, our numbers, verdict, and its evidence. A
+    claim checked in several rows (experiments) states its text, reading and open choices
+    in the first, its cause in the first whose verdict needs one; later rows say "as above"."""
     lines = ["| claim | paper | ours | verdict | reading | open choices | cause |",
              "|---|---|---|---|---|---|---|"]
+    stated: set[str] = set()
+    explained: set[str] = set()
     for row in rows:
         claim = claims.get(row.claim_id, {})
-        cause = _cell(claim.get("cause")) if row.verdict != HOLDS else ""
-        if cause_missing(row, claims):
-            cause = "not yet isolated"
-        lines.append(f"| {row.claim_id} | {_cell(claim.get('text'))} | {row.ours} | "
-                     f"{row.verdict} | {_cell(claim.get('reading'))} | "
-                     f"{_cell(claim.get('open_choices'))} | {cause} |")
+        first = row.claim_id not in stated
+        stated.add(row.claim_id)
+        cause = ""
+        if row.verdict in (FAILS, NOISE):
+            cause = ("not yet isolated" if cause_missing(row, claims) else
+                     "as above" if row.claim_id in explained else _cell(claim.get("cause")))
+            explained.add(row.claim_id)
+        text, reading, choices = ((_cell(claim.get("text")), _cell(claim.get("reading")),
+                                   _cell(claim.get("open_choices"))) if first else
+                                  ("as above",) * 3)
+        lines.append(f"| {row.claim_id} | {text} | {row.ours} | {row.verdict} | {reading} | "
+                     f"{choices} | {cause} |")
     return lines

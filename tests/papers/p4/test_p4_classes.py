@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from clusterfl.data.synthetic import ThresholdRegressionOptions, threshold_regression
+from clusterfl.errors import UserError
 from clusterfl.loop import GroundTruth, View
 from clusterfl.papers.p4 import IfcaLinear, OptimumError, Oracle, PdlTc, PflTc, Standalone
 from clusterfl.papers.p4.training.ifca_linear import IfcaHyper
@@ -25,13 +26,15 @@ from clusterfl.papers.p4.training.rounds import (
 from clusterfl.partition.schemes import NaturalOptions, natural
 
 
-def run_inputs(samples: int, seed: int = 0, per_cluster: int = 3, rounds: int = 4):
+def run_inputs(samples: int, seed: int = 0, per_cluster: int = 3, rounds: int = 4,
+               **options):
     opts = ThresholdRegressionOptions(clients_per_cluster=per_cluster, samples_per_client=samples,
                                       dimension=4)
     dataset = threshold_regression(opts, np.random.default_rng(0))
     partition = natural(dataset, NaturalOptions(), np.random.default_rng(1))
     schedule = SimpleNamespace(rounds=rounds, clients_per_round=None)
-    return SimpleNamespace(experiment=SimpleNamespace(name="t", schedule=schedule),
+    return SimpleNamespace(experiment=SimpleNamespace(name="t", schedule=schedule,
+                                                      algorithm_options=options),
                            dataset=dataset, partition=partition, seed=seed, device="cpu")
 
 
@@ -96,3 +99,57 @@ def test_pfl_tc_recovers_separated_clusters_through_the_class() -> None:
     assert [r["ari"] for r in history.records] == [1.0] * 5
     alone = Standalone(StepHyper(), Standalone.make_context(run)).run()
     assert history.records[-1]["optimum_error"] < alone.records[-1]["optimum_error"]
+
+
+def test_starts_shared_per_cluster_and_per_client() -> None:
+    cluster = torch.tensor([0, 0, 1, 1, 1])
+    draw = torch.randn((1, 3), generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    shared = initial_state(5, 3, torch.Generator().manual_seed(5), scale=2.0).params
+    assert torch.equal(shared, (2.0 * draw).expand(5, 3))
+    per_cluster = initial_state(5, 3, torch.Generator().manual_seed(5), start="per_cluster",
+                                cluster=cluster).params
+    assert torch.equal(per_cluster[0], per_cluster[1]) and torch.equal(per_cluster[2],
+                                                                        per_cluster[4])
+    assert not torch.equal(per_cluster[1], per_cluster[2])
+    per_client = initial_state(5, 3, torch.Generator().manual_seed(5), start="per_client").params
+    assert len({tuple(row.tolist()) for row in per_client}) == 5
+
+
+def test_each_trial_draws_its_own_data_and_an_offset_gives_disjoint_draws() -> None:
+    fixed = linear_context(run_inputs(samples=9, seed=2))  # the catalogue draw (data seed 0)
+    trial = PflTc.make_context(run_inputs(samples=9, seed=2))  # default: data seed = trial
+    tuning = PflTc.make_context(run_inputs(samples=9, seed=2, data_seed_offset=1000))
+    opts = ThresholdRegressionOptions(clients_per_cluster=3, samples_per_client=9, dimension=4)
+    expected = threshold_regression(opts, np.random.default_rng(2))
+    assert np.array_equal(trial.truth.extras["optima"], expected.extras["optima"])
+    # the same samples (each client's rows are its train then its test indices)
+    assert np.array_equal(np.sort(trial.data.features.numpy().ravel()),
+                          np.sort(expected.x.astype(np.float64).ravel()))
+    assert not torch.equal(trial.data.features, fixed.data.features)
+    assert not torch.equal(tuning.data.features, trial.data.features)
+    assert torch.equal(trial.cluster, fixed.cluster)  # the same clients in the same clusters
+    same = PflTc.make_context(run_inputs(samples=9, seed=2, data_draw="fixed"))
+    assert torch.equal(same.data.features, fixed.data.features)
+
+
+def test_data_settings_outside_the_experiment_are_refused() -> None:
+    ctx = PflTc.make_context(run_inputs(samples=9))
+    with pytest.raises(UserError, match="data_draw and data_seed_offset are read per experiment"):
+        PflTc(ClusterHyper(data_draw="fixed"), ctx)
+    with pytest.raises(UserError, match="start: must be one of shared, per_cluster, per_client"):
+        StepHyper(start="each").validate("algorithms.x")
+
+
+def test_gradient_norm_by_hand() -> None:
+    from clusterfl.papers.p4.training.evaluator import GradientNorm
+    from clusterfl.papers.p4.training.momentum import LinearClients
+
+    # client 0: A = diag(1, 2), y = (1, 2) at x = 0: grad = A^T (Ax - y) / 2 = (-0.5, -2);
+    # client 1: at its optimum, grad = 0 -> (4.25 + 0) / 2
+    data = LinearClients(torch.tensor([[[1.0, 0.0], [0.0, 2.0]], [[1.0, 0.0], [0.0, 1.0]]],
+                                      dtype=torch.float64),
+                         torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torch.float64),
+                         torch.tensor([2, 2]))
+    x = torch.tensor([[0.0, 0.0], [3.0, 4.0]])
+    got = GradientNorm(SimpleNamespace(data=data)).evaluate(View(client_models={"x": x}))
+    assert got == {"gradient_norm": 2.125}

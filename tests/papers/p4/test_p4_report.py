@@ -13,9 +13,9 @@ from clusterfl.reports.section import ReportInput
 FINAL = {("p4_fig1", "pfl_tc"): [5.0, 7.0], ("p4_fig1", "pdl_tc"): [6.0, 6.0],
          ("p4_fig1", "ifca_grad"): [10.0, 12.0], ("p4_fig1", "ifca_model"): [1.0, 30.0]}
 FIG2 = {2: 8.0, 8: 4.0, 32: 2.0}  # slope -1/2 exactly
-# s = 100 against p4_fig1's s = 1: pfl_tc 6 -> 12 (x2), pdl_tc 6 -> 6 (x1), ifca_model x10
-INIT = {("p4_init_s100", "pfl_tc"): [12.0], ("p4_init_s100", "pdl_tc"): [6.0],
-        ("p4_init_s100", "ifca_model"): [155.0]}
+# s = 100 against p4_fig1's s = 1, per seed: pfl_tc +7, +5; pdl_tc 0, 0; ifca_model +154, +125
+INIT = {("p4_init_s100", "pfl_tc"): [12.0, 12.0], ("p4_init_s100", "pdl_tc"): [6.0, 6.0],
+        ("p4_init_s100", "ifca_model"): [155.0, 155.0]}
 
 
 def write(results: Path, exp: str, alg: str, finals: list[float]) -> None:
@@ -40,11 +40,14 @@ def test_build_writes_tables_claims_and_figures(tmp_path: Path) -> None:
                             figures=tmp_path / "f"))
     md = out.markdown
     assert "| p4_fig1 | pfl_tc | 6.0 ± 1.0 | 1.000 ± 0.000 | 2 |" in md
-    assert "| below_ifca_grad |" in md and "pfl_tc 6, pdl_tc 6; ifca_grad 11 | holds |" in md
-    # std: pfl_tc 1, pdl_tc 0 against ifca_model 14.5
-    assert "pfl_tc 1, pdl_tc 0; ifca_model 14.5 | holds |" in md
-    assert "log-log slope -0.50" in md and "| sqrt_rate |" in md
-    assert "pfl_tc x2, pdl_tc x1, ifca_model x10 (s 1 -> 100) | holds |" in md
+    # beyond the seeds' spread: 11 - 6 = 5 against stds of 1
+    assert "p4_fig1: pfl_tc 6 ± 1, pdl_tc 6 ± 0; ifca_grad 11 ± 1 | holds |" in md
+    # sample variances 2 and 0 against 420.5: ratio 210 beyond F(1, 1)'s 95 % quantile, 161
+    assert "p4_fig1: pfl_tc std 1.414, pdl_tc std 0; ifca_model std 20.51 | holds |" in md
+    assert "fig2: log-log slope -0.50 ± 0.00 over seeds" in md and "| sqrt_rate |" in md
+    assert ("init_n9: final error at s = 1 → 100: pfl_tc 6 → 12, pdl_tc 6 → 6, ifca_model "
+            "15.5 → 155 | holds |") in md
+    assert "| reading | open choices | cause |" in md
     assert "| init_n9 | ifca_grad | ifca_model | pdl_tc | pfl_tc |" in md
     assert "| 100 | – | 155.000 ± 0.000 | 6.000 ± 0.000 | 12.000 ± 0.000 |" in md
     assert all(p.exists() for p in out.figures) and len(out.figures) == 7

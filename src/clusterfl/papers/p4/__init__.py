@@ -17,7 +17,7 @@ from clusterfl.algorithms import ALGORITHMS
 from clusterfl.evaluators import EVALUATORS
 from clusterfl.papers import Paper
 from clusterfl.papers.p4.training.cluster_fedavg import ClusterFedAvg
-from clusterfl.papers.p4.training.evaluator import OptimumError
+from clusterfl.papers.p4.training.evaluator import GradientNorm, OptimumError
 from clusterfl.papers.p4.training.ifca_linear import IfcaLinear
 from clusterfl.papers.p4.training.oracle import Oracle
 from clusterfl.papers.p4.training.pdl_tc import PdlTc
@@ -35,6 +35,7 @@ ALGORITHMS.add("pfl_tc_neural")(PflTcNeural)
 ALGORITHMS.add("pdl_tc_neural")(PdlTcNeural)
 ALGORITHMS.add("oracle_fedavg")(ClusterFedAvg)
 EVALUATORS.add("optimum_error")(OptimumError)
+EVALUATORS.add("gradient_norm")(GradientNorm)
 
 PAPER = Paper(
     key="p4",

@@ -15,7 +15,7 @@ table (accuracy, ARI), figure (accuracy and ARI per round) and verdicts.
 import numpy as np
 
 from clusterfl.papers.p4.report.claims import claims_section, real_claims_section
-from clusterfl.papers.p4.report.groups import finals, sweep_values
+from clusterfl.papers.p4.report.groups import RATE_SWEEPS, finals, sweep_values
 from clusterfl.papers.p4.report.plots import fig1_figure, fig2_figure, sweep_figure
 from clusterfl.papers.p4.report.real import is_real, real_figure, real_finals, real_table
 from clusterfl.reports.runs import by_experiment
@@ -45,8 +45,9 @@ def build(report: ReportInput) -> ReportOutput:
         figures.append(path)
     for name, sweep in sweep_values(grouped).items():
         path = report.figures / f"p4_{name}.png"
-        if name == "fig2":
-            fig2_figure(sweep, final, path)
+        if name in RATE_SWEEPS:
+            fig2_figure(sweep, final, path, "P4 Fig. 2" + (", mini-batch 2" if "sgd" in name
+                                                            else ", full batch"))
         else:
             sweep_figure(name, sweep, final, path)
         figures.append(path)

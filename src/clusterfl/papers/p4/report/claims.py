@@ -1,93 +1,145 @@
-"""P4 Sec. 4's three claims (references.yaml `claims`), each with our numbers and a verdict.
+"""P4 Sec. 4's three claims (references.yaml `claims`), each with our numbers and a verdict by
+the shared rule (`clusterfl.reports.verdicts`): "holds" or "does not hold" only beyond the
+seeds' spread, "within noise" otherwise.
 
-Verdict rules (ours; the paper states the claims from plots): "lower loss" compares the means
-of the final errors over seeds; "lower variance" compares their stds; "inversely
-proportional to sqrt(N/K)" fits log(mean final error) on log(N/K) for PFL-TC and calls the
-claim held when the slope is within 0.25 of -1/2, "falls, other rate" when negative only.
+How each is read (ours; the paper states the claims from plots):
+- "lower loss": the final errors of PFL-TC and of PDL-TC against IFCA(grad)'s, per seed.
+- "significantly lower variance": the variance of the final errors over seeds, by a one-sided
+  F test at 5 % (ratio beyond the F quantile: holds / does not hold; else within noise).
+- "less sensitive to the initial weights": per seed, the change of the final error from the
+  smallest to the largest initial scale, in absolute terms, against IFCA(model)'s.
+- "inversely proportional to sqrt(N/K)": per seed, the slope of log(final error) on log(N/K);
+  holds when mean ± std of the slopes lies within 0.25 of -1/2, does not hold when it lies
+  wholly outside, within noise otherwise.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
+
+from clusterfl.reports.verdicts import FAILS, HOLDS, NOISE, ClaimRow, claims_table, decide, gap
 
 FIG1 = ("p4_fig1", "p4_fig1_n100")
 OURS = ("pfl_tc", "pdl_tc")
+RATE_BAND = 0.25  # |slope + 1/2| counted as the claimed rate
+F_LEVEL = 0.95
 
 Finals = Mapping[tuple[str, str], Mapping[str, list[float]]]
 
 
-def _stat(final: Finals, exp: str, alg: str, how: Any) -> float | None:
-    values = final.get((exp, alg), {}).get("error", [])
-    return float(how(values)) if values else None
+def _errors(final: Finals, exp: str | None, alg: str) -> list[float]:
+    return list(final.get((exp, alg), {}).get("error", [])) if exp else []
 
 
-def compare(final: Finals, exp: str, baseline: str, how: Any) -> tuple[str, str] | None:
-    """(our numbers, verdict) of OURS against `baseline` in `exp` by statistic `how`."""
-    base = _stat(final, exp, baseline, how)
-    ours = {a: _stat(final, exp, a, how) for a in OURS}
-    if base is None or any(v is None for v in ours.values()):
+def below(final: Finals, exp: str, baseline: str) -> tuple[str, str] | None:
+    """(our numbers, verdict): OURS' final errors below `baseline`'s."""
+    base = _errors(final, exp, baseline)
+    ours = {a: _errors(final, exp, a) for a in OURS}
+    if not base or not all(ours.values()):
         return None
-    numbers = ", ".join(f"{a} {v:.4g}" for a, v in ours.items()) + f"; {baseline} {base:.4g}"
-    held = all(v is not None and v < base for v in ours.values())
-    return numbers, "holds" if held else "does not hold"
+    numbers = ", ".join(f"{a} {np.mean(v):.4g} ± {np.std(v):.2g}" for a, v in ours.items())
+    verdict = decide([gap(v, base, lower_is_better=True) for v in ours.values()])
+    return f"{exp}: {numbers}; {baseline} {np.mean(base):.4g} ± {np.std(base):.2g}", verdict
 
 
-def rate(final: Finals, sweep: Mapping[float, list[tuple[str, str]]],
-         algorithm: str = "pfl_tc") -> tuple[str, str] | None:
-    points = sorted((value, _stat(final, e, a, np.mean)) for value, cells in sweep.items()
-                    for e, a in cells if a == algorithm)
-    points = [(v, m) for v, m in points if m is not None and m > 0]
-    if len(points) < 2:
+def variance_verdict(ours: Sequence[float], other: Sequence[float]) -> str:
+    """'ours has lower variance than other' by a one-sided F test at F_LEVEL."""
+    var_a, var_b = float(np.var(ours, ddof=1)), float(np.var(other, ddof=1))
+    if var_b > var_a * stats.f.ppf(F_LEVEL, len(other) - 1, len(ours) - 1):
+        return HOLDS
+    if var_a > var_b * stats.f.ppf(F_LEVEL, len(ours) - 1, len(other) - 1):
+        return FAILS
+    return NOISE
+
+
+def _combine(verdicts: Sequence[str]) -> str:
+    return HOLDS if all(v == HOLDS for v in verdicts) else FAILS if FAILS in verdicts else NOISE
+
+
+def lower_variance(final: Finals, exp: str, baseline: str) -> tuple[str, str] | None:
+    base = _errors(final, exp, baseline)
+    ours = {a: _errors(final, exp, a) for a in OURS}
+    if len(base) < 2 or not all(len(v) >= 2 for v in ours.values()):
         return None
-    x, y = np.log([p[0] for p in points]), np.log([p[1] for p in points])
-    slope = float(np.polyfit(x, y, 1)[0])
-    verdict = ("holds" if abs(slope + 0.5) <= 0.25 else
-               "falls, other rate" if slope < 0 else "does not hold")
-    return f"log-log slope {slope:.2f} over N/K = {[p[0] for p in points]}", verdict
+    numbers = ", ".join(f"{a} std {np.std(v, ddof=1):.4g}" for a, v in ours.items())
+    verdict = _combine([variance_verdict(v, base) for v in ours.values()])
+    return f"{exp}: {numbers}; {baseline} std {np.std(base, ddof=1):.4g}", verdict
 
 
 def init_sensitivity(final: Finals, sweep: Mapping[float, list[tuple[str, str]]],
                      baseline: str = "ifca_model") -> tuple[str, str] | None:
-    """Mean final error at the largest initial scale over that at the smallest, per algorithm;
-    held when each of OURS grows by less than `baseline`."""
+    """Per seed, final error at the largest initial scale minus at the smallest, in absolute
+    terms; held when each of OURS changes less than `baseline`, beyond the seeds' spread."""
     lo, hi = min(sweep), max(sweep)
-    ratio = {}
+    change, text = {}, []
     for alg in (*OURS, baseline):
-        ends = [_stat(final, e, a, np.mean) for v in (lo, hi) for e, a in sweep[v] if a == alg]
-        if len(ends) == 2 and ends[0] and ends[1] is not None:
-            ratio[alg] = ends[1] / ends[0]
-    if len(ratio) < 3:
+        ends = [_errors(final, next((e for e, a in sweep[v] if a == alg), None), alg)
+                for v in (lo, hi)]
+        if not ends[0] or len(ends[0]) != len(ends[1]):
+            return None
+        change[alg] = np.subtract(ends[1], ends[0])
+        text.append(f"{alg} {np.mean(ends[0]):.4g} → {np.mean(ends[1]):.4g}")
+    verdict = decide([gap(change[a], change[baseline], lower_is_better=True) for a in OURS])
+    return f"final error at s = {lo:g} → {hi:g}: " + ", ".join(text), verdict
+
+
+def seed_slopes(final: Finals, sweep: Mapping[float, list[tuple[str, str]]],
+                algorithm: str = "pfl_tc") -> tuple[list[float], list[float]]:
+    """(N/K values, one log-log slope per seed) of `algorithm`'s final error."""
+    points = sorted((v, _errors(final, e, a)) for v, cells in sweep.items()
+                    for e, a in cells if a == algorithm)
+    points = [(v, errs) for v, errs in points if errs and min(errs) > 0]
+    if len(points) < 2 or len({len(e) for _, e in points}) != 1:
+        return [], []
+    x = np.log([v for v, _ in points])
+    y = np.log(np.array([errs for _, errs in points]))  # [values, seeds]
+    return [v for v, _ in points], [float(np.polyfit(x, y[:, s], 1)[0])
+                                    for s in range(y.shape[1])]
+
+
+def rate(final: Finals, sweep: Mapping[float, list[tuple[str, str]]], name: str,
+         algorithm: str = "pfl_tc") -> tuple[str, str] | None:
+    values, slopes = seed_slopes(final, sweep, algorithm)
+    if not slopes:
         return None
-    numbers = ", ".join(f"{a} x{r:.3g}" for a, r in ratio.items()) + f" (s {lo:g} -> {hi:g})"
-    held = all(ratio[a] < ratio[baseline] for a in OURS)
-    return numbers, "holds" if held else "does not hold"
+    mean, spread = float(np.mean(slopes)), float(np.std(slopes))
+    lo, hi = mean - spread, mean + spread
+    verdict = (HOLDS if lo >= -0.5 - RATE_BAND and hi <= -0.5 + RATE_BAND else
+               FAILS if hi < -0.5 - RATE_BAND or lo > -0.5 + RATE_BAND else NOISE)
+    return (f"{name}: log-log slope {mean:.2f} ± {spread:.2f} over seeds, N/K = "
+            f"{[f'{v:g}' for v in values]}"), verdict
+
+
+def check(final: Finals, sweeps: Mapping[str, Any]) -> list[ClaimRow]:
+    rows = []
+    for exp in FIG1:
+        if got := below(final, exp, "ifca_grad"):
+            rows.append(ClaimRow("below_ifca_grad", *got))
+    for exp in FIG1:
+        if got := lower_variance(final, exp, "ifca_model"):
+            rows.append(ClaimRow("lower_variance", *got))
+    for name in ("init_n9", "init_n100"):
+        if name in sweeps and (got := init_sensitivity(final, sweeps[name])):
+            rows.append(ClaimRow("initial_weights", f"{name}: {got[0]}", got[1]))
+    for name in ("fig2", "fig2_sgd"):
+        if name in sweeps and (got := rate(final, sweeps[name], name)):
+            rows.append(ClaimRow("sqrt_rate", *got))
+    return rows
 
 
 def claims_section(final: Finals, sweeps: Mapping[str, Any],
                    references: Mapping[str, Any]) -> list[str]:
-    text = {k: v.get("text", "") for k, v in (references.get("claims") or {}).items()}
-    rows = []
-    for exp in FIG1:
-        for key, baseline, how in (("below_ifca_grad", "ifca_grad", np.mean),
-                                   ("lower_variance", "ifca_model", np.std)):
-            got = compare(final, exp, baseline, how)
-            if got:
-                rows.append((key, exp, *got))
-    for name in ("init_n9", "init_n100"):
-        if name in sweeps and (got := init_sensitivity(final, sweeps[name])):
-            rows.append(("lower_variance", f"{name} (initial weights)", *got))
-    if "fig2" in sweeps and (got := rate(final, sweeps["fig2"])):
-        rows.append(("sqrt_rate", "p4_fig2_*", *got))
+    claims = references.get("claims") or {}
+    rows = check(final, sweeps)
     if not rows:  # a sentence, not a table with a header alone
-        return [f"None of the paper's claims (Sec. 4: {', '.join(text) or 'none listed'}) can "
-                f"be checked on this suite's cells: they need {', '.join(FIG1)} with "
+        return [f"None of the paper's claims (Sec. 4: {', '.join(claims) or 'none listed'}) "
+                f"can be checked on this suite's cells: they need {', '.join(FIG1)} with "
                 f"{', '.join(OURS)} and IFCA(grad) / IFCA(model), the initial-scale sweeps or "
                 "the p4_fig2_* sweep, which the `paper` suite trains."]
-    lines = ["The paper's claims (Sec. 4) against our runs:", ""]
-    lines += ["| claim | paper | experiment | ours | verdict |", "|---|---|---|---|---|"]
-    lines += [f"| {k} | {text.get(k, '')} | {e} | {n} | {v} |" for k, e, n, v in rows]
-    return lines
+    return ["The paper's claims (Sec. 4) against our runs (means ± std over seeds; the verdict "
+            "rules are in `papers/p4/report/claims.py`):", "", *claims_table(rows, claims)]
 
 
 # -- beyond the paper: real data (Fashion-MNIST rotations) -----------------------------------

@@ -3,26 +3,33 @@
 import re
 from pathlib import Path
 
-from clusterfl.papers.p4.training.evaluator import OPTIMUM_ERROR
+from clusterfl.papers.p4.training.evaluator import GRADIENT_NORM, OPTIMUM_ERROR
 from clusterfl.reports.runs import read_cell
 
-# experiment name -> (sweep, value); s = 1 / tau = 1 points are the Fig. 1 experiments
+# experiment name -> (sweep, value); the s = 1 points are the Fig. 1 experiments
 PATTERNS = (
     (re.compile(r"p4_fig2_m(\d+)$"), "fig2", 1.0),
+    (re.compile(r"p4_fig2sgd_m(\d+)$"), "fig2_sgd", 1.0),
+    (re.compile(r"p4_tune_tau_(\d+)$"), "tune_tau", 0.01),
     (re.compile(r"p4_init_s(\d+)$"), "init_n9", 1.0),
     (re.compile(r"p4_n100_init_s(\d+)$"), "init_n100", 1.0),
     (re.compile(r"p4_tau_(\d+)$"), "tau", 0.01),
 )
 BASE = {"p4_fig1": (("init_n9", 1.0),),
-        "p4_fig1_n100": (("init_n100", 1.0), ("tau", 1.0))}
+        "p4_fig1_n100": (("init_n100", 1.0),)}
+RATE_SWEEPS = ("fig2", "fig2_sgd")  # final error against N/K, kept with any number of points
 
 
 def finals(results: Path, experiment: str, algorithm: str) -> dict[str, list[float]]:
-    """Every seed's last-round optimum error and ARI (ARI only where recorded)."""
-    seeds = read_cell(results, experiment, algorithm)
-    last = [s.records[-1] for s in seeds if s.records]
+    """Every seed's last-round optimum error and ARI, and its gradient norm averaged over
+    the rounds (Eq. (4)'s quantity), each only where recorded."""
+    seeds = [s for s in read_cell(results, experiment, algorithm) if s.records]
+    last = [s.records[-1] for s in seeds]
+    norms = [[r[GRADIENT_NORM.name] for r in s.records if GRADIENT_NORM.name in r]
+             for s in seeds]
     return {"error": [r[OPTIMUM_ERROR.name] for r in last if OPTIMUM_ERROR.name in r],
-            "ari": [r["ari"] for r in last if "ari" in r]}
+            "ari": [r["ari"] for r in last if "ari" in r],
+            "gradient_norm": [float(sum(n) / len(n)) for n in norms if n]}
 
 
 def sweep_values(grouped: dict[str, list[str]]
@@ -37,4 +44,4 @@ def sweep_values(grouped: dict[str, list[str]]
                 hits.append((name, float(match.group(1)) * unit))
         for name, value in hits:
             sweeps.setdefault(name, {}).setdefault(value, []).extend((exp, a) for a in algs)
-    return {k: v for k, v in sweeps.items() if len(v) > 1 or k == "fig2"}
+    return {k: v for k, v in sweeps.items() if len(v) > 1 or k in RATE_SWEEPS}

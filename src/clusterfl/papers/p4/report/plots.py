@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.papers.p4.training.evaluator import OPTIMUM_ERROR
+from clusterfl.papers.p4.training.evaluator import GRADIENT_NORM, OPTIMUM_ERROR
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
 
@@ -36,24 +36,28 @@ def fig1_figure(results: Path, exp: str, algs: list[str], title: str, path: Path
 
 
 def fig2_figure(sweep: Mapping[float, list[tuple[str, str]]], final: Finals,
-                path: Path) -> None:
+                path: Path, title: str = "P4 Fig. 2 (d=20, n=10)") -> None:
+    """Final error (left) and the time-averaged squared gradient norm that Eq. (4) bounds
+    (right, where recorded) against N/K, log-log, with a 1/sqrt(N/K) line through PFL-TC."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for alg in sorted({a for cells in sweep.values() for _, a in cells}):
-        pts = sorted((v, np.mean(final[(e, a)]["error"])) for v, cells in sweep.items()
-                     for e, a in cells if a == alg and final[(e, a)]["error"])
-        if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", label=alg)
-            if alg == "pfl_tc":
-                x = np.array([p[0] for p in pts])
-                ax.plot(x, pts[0][1] * np.sqrt(x[0] / x), "k--", label="∝ 1/sqrt(N/K)")
-    ax.set(xscale="log", yscale="log", xlabel="clients per cluster N/K",
-           ylabel="final " + OPTIMUM_ERROR.label)
-    ticks = sorted(sweep)  # label the swept values alone: log minor labels overlap
-    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-    ax.xaxis.set_minor_formatter(plt.NullFormatter())
-    ax.legend(fontsize=7)
-    save_figure(fig, path, "P4 Fig. 2: final error vs N/K (d=20, n=10)")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for ax, key, label in ((axes[0], "error", "final " + OPTIMUM_ERROR.label),
+                           (axes[1], "gradient_norm", "mean over rounds of " +
+                            GRADIENT_NORM.label)):
+        for alg in sorted({a for cells in sweep.values() for _, a in cells}):
+            pts = sorted((v, np.mean(final[(e, a)][key])) for v, cells in sweep.items()
+                         for e, a in cells if a == alg and final[(e, a)].get(key))
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", label=alg)
+                if alg == "pfl_tc":
+                    x = np.array([p[0] for p in pts])
+                    ax.plot(x, pts[0][1] * np.sqrt(x[0] / x), "k--", label="∝ 1/sqrt(N/K)")
+        ax.set(xscale="log", yscale="log", xlabel="clients per cluster N/K", ylabel=label)
+        ticks = sorted(sweep)  # label the swept values alone: log minor labels overlap
+        ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.legend(fontsize=7)
+    save_figure(fig, path, f"{title}: final error and gradient norm vs N/K")
 
 
 def sweep_figure(name: str, sweep: Mapping[float, list[tuple[str, str]]], final: Finals,

@@ -45,4 +45,4 @@ class IfcaLinear(LinearProblem):
                     centers={"x": self.state.models}, assignment=self.state.assignment)
 
     def default_evaluators(self) -> list[str]:
-        return ["optimum_error", "cluster_recovery"]
+        return ["optimum_error", "gradient_norm", "cluster_recovery"]

@@ -17,4 +17,4 @@ class PdlTc(MomentumAlgorithm):
                                   self.hyper.clustering, self.generator)
 
     def default_evaluators(self) -> list[str]:
-        return ["optimum_error"]
+        return ["optimum_error", "gradient_norm"]

@@ -28,8 +28,9 @@ Readings (the client-side ones are in `momentum`, the clustering ones in `thresh
 - "{x_{i,t} = x_{i,t-1} - eta v_{k^t}}_{i in k^t}": client i steps with the center nearest to
   its momentum (`threshold.assign`).
 - PDL-TC uses the same threshold rule, with q = 1/(2K) from Algorithm 3's input K.
-- Client models start apart (Sec. 4: x_{i,0} ~ N(0, I)) and stay personal: PFL-TC, PDL-TC and
-  the oracle move every member of a cluster by the same step, not to a common model.
+- Client models stay personal: PFL-TC, PDL-TC and the oracle move every member of a cluster by
+  the same step, not to a common model. They start from one shared x_0 (`initial_state`), as
+  the appendix's proof assumes; one x_0 per client or per true cluster are named variants.
 - IFCA (as `clusterfl.algorithms.ifca`, read with the official code jichan3751/ifca): cluster
   averages are weighted by sample counts; a cluster no client picks keeps its model; a client's
   model is its cluster's model, the cluster re-estimated with the updated models (which also
@@ -109,13 +110,33 @@ class IfcaState:
         return self.models[self.assignment]
 
 
+Start = Literal["shared", "per_cluster", "per_client"]
+STARTS: tuple[Start, ...] = ("shared", "per_cluster", "per_client")
+
+
 def initial_state(
     num_clients: int, dimension: int, generator: torch.Generator,
-    dtype: torch.dtype = torch.float64, scale: float = 1.0,
+    dtype: torch.dtype = torch.float64, scale: float = 1.0, start: Start = "shared",
+    cluster: Tensor | None = None,
 ) -> MomentumState:
-    """Sec. 4: x_{i,0} ~ N(0, I); m_{i,0} = 0 (appendix A.1.1, Assumption 2). `scale` s gives
-    x_{i,0} ~ N(0, s^2 I), for the sensitivity to "the model's initial weights" (Sec. 4)."""
-    params = scale * torch.randn((num_clients, dimension), generator=generator, dtype=dtype)
+    """Sec. 4: x_0 ~ N(0, s^2 I) (s = `scale`, 1 in the paper; larger s for the sensitivity
+    to "the model's initial weights"); m_{i,0} = 0 (appendix A.1.1, Assumption 2).
+
+    `start`: "shared" draws one x_0 for every client, the reading the appendix's proof needs
+    (Case 1: the clients of a cluster "have the same history of parameter updates", which
+    moving them by the same step keeps only from a common start); "per_cluster" one draw per
+    true cluster (`cluster` [N]); "per_client" one per client, whose spread inside a cluster
+    no round can shrink (a floor of about s^2 d (1 - K/N) under the error)."""
+    if start == "per_client":
+        params = scale * torch.randn((num_clients, dimension), generator=generator, dtype=dtype)
+    elif start == "per_cluster":
+        assert cluster is not None, "a per-cluster start needs the true clusters"
+        draws = scale * torch.randn((int(cluster.max()) + 1, dimension), generator=generator,
+                                    dtype=dtype)
+        params = draws[cluster]
+    else:
+        params = (scale * torch.randn((1, dimension), generator=generator, dtype=dtype)
+                  ).expand(num_clients, dimension).clone()
     return MomentumState(params, torch.zeros_like(params))
 
 

@@ -1,6 +1,6 @@
 """Standalone (P4 Sec. 4's first baseline: "all agents train only on their own data") as a
 `FederatedAlgorithm`: `rounds.standalone_round`, x_i <- x_i - eta g~_i. Records the optimum
-error only (no clusters)."""
+error and the gradient norm (no clusters)."""
 
 import torch
 
@@ -13,4 +13,4 @@ class Standalone(MomentumAlgorithm):
         self.state = standalone_round(self.data, self.state, self.hyper.update, self.generator)
 
     def default_evaluators(self) -> list[str]:
-        return ["optimum_error"]
+        return ["optimum_error", "gradient_norm"]
