@@ -24,3 +24,18 @@ def test_slopes_per_seed_and_the_band_around_minus_a_half():
     assert rate(flat, sweep, "s")[1] == FAILS  # 0 ± 0
     half = {("a", "pfl_tc"): {"error": [8.0, 8.0]}, ("b", "pfl_tc"): {"error": [4.0, 4.0]}}
     assert rate(half, sweep, "s")[1] == HOLDS
+
+
+def test_tau_pick_is_the_largest_of_the_lowest_and_named_against_params():
+    from types import SimpleNamespace
+
+    from clusterfl.papers.p4.report import best_tau, tuning_line
+
+    sweep = {0.1: [("t010", "pfl_tc")], 0.3: [("t030", "pfl_tc")], 0.5: [("t050", "pfl_tc")]}
+    final = {("t010", "pfl_tc"): {"error": [2.0, 4.0]}, ("t030", "pfl_tc"): {"error": [3.0, 3.0]},
+             ("t050", "pfl_tc"): {"error": [9.0, 9.0]}}
+    assert best_tau(sweep, final, "pfl_tc") == 0.3  # 0.1 and 0.3 tie at 3: the largest
+    params = SimpleNamespace(algorithm=lambda a, paper: SimpleNamespace(
+        hyper=SimpleNamespace(tau_scale=0.5)))
+    assert tuning_line(sweep, final, params).endswith(
+        "pfl_tc 0.3, params 0.5 (differs: re-tune).")

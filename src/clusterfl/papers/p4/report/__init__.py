@@ -12,6 +12,8 @@ whose runs record test accuracy instead (the real-data extension, `real`) get th
 table (accuracy, ARI), figure (accuracy and ARI per round) and verdicts.
 """
 
+from typing import Any
+
 import numpy as np
 
 from clusterfl.papers.p4.report.claims import claims_section, real_claims_section
@@ -57,6 +59,8 @@ def build(report: ReportInput) -> ReportOutput:
             [f"{value:g}", *[_cell(final, exp_of(points, a), a) for a in algs]]
             for value, points in sorted(sweep.items())
         ])
+        if name == "tune_tau":
+            parts += ["", tuning_line(sweep, final, report.params)]
     parts += ["", *claims_section(final, sweep_values(grouped), report.references)]
     if real:
         parts += ["", "Beyond the paper: real clustered data. Final test accuracy of each "
@@ -72,6 +76,31 @@ def build(report: ReportInput) -> ReportOutput:
                for (e, a), f in final.items() if f["error"]}
     metrics |= {f"p4/{e}/{a}/final_acc": float(np.mean(f["acc"])) for (e, a), f in real.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)
+
+
+def best_tau(sweep: dict[float, list[tuple[str, str]]], final: dict, algorithm: str
+             ) -> float | None:
+    """The scale with the lowest mean final error on the tuning draws; of equal ones (a
+    plateau), the largest."""
+    means = {v: float(np.mean(final[(e, a)]["error"])) for v, cells in sweep.items()
+             for e, a in cells if a == algorithm and final[(e, a)]["error"]}
+    if not means:
+        return None
+    low = min(means.values())
+    return max(v for v, m in means.items() if m <= low * (1 + 1e-9))
+
+
+def tuning_line(sweep: dict[float, list[tuple[str, str]]], final: dict, params: Any) -> str:
+    """Each algorithm's best scale on the tuning draws beside the one its params use."""
+    picks = []
+    for alg in sorted({a for cells in sweep.values() for _, a in cells}):
+        best = best_tau(sweep, final, alg)
+        used = getattr(params.algorithm(alg, paper="p4").hyper, "tau_scale", None)
+        edge = " (a grid edge)" if best in (min(sweep), max(sweep)) else ""
+        picks.append(f"{alg} {best:g}{edge}, params {used:g}"
+                     + ("" if used == best else " (differs: re-tune)"))
+    return ("Chosen on the tuning draws (data seeds 1000-1004, disjoint from the trials): "
+            + "; ".join(picks) + ".")
 
 
 def exp_of(points: list[tuple[str, str]], algorithm: str) -> str | None:
