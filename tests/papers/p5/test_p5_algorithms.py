@@ -15,8 +15,6 @@ from clusterfl.papers.p5.training.fedcavg import FedCAvgState, fedcavg_round, lo
 from clusterfl.papers.p5.training.fedcgds import fedcgds_init, fedcgds_round, sample_clients
 from clusterfl.papers.p5.training.kmeans import kmeans_pp
 from clusterfl.papers.p5.training.sncp import (
-    SNCP_H_STEPS,
-    SNCP_W_STEPS,
     CentralState,
     central_parts,
     continuation,
@@ -127,7 +125,8 @@ def test_fedcgds_partial_participation_keeps_the_server_sums_exact() -> None:
     hht = state.h @ state.h.transpose(1, 2)
     close(state.g1, hht.sum(0))
     close(state.g2, (fed.x @ state.h.transpose(1, 2)).sum(0))
-    assert state.uploaded == 3 * (M * K + K * K) * 2
+    # G1^0, G2^0's upload from every client, then 2 clients in each of 3 rounds
+    assert state.uploaded == (fed.num_clients + 3 * 2) * (M * K + K * K)
     first, second = np.random.default_rng(7), np.random.default_rng(7)
     draws = [sample_clients(6, 2, first).tolist() for _ in range(3)]
     assert draws == [sample_clients(6, 2, second).tolist() for _ in range(3)]
@@ -200,16 +199,19 @@ def test_central_parts_equal_the_residual_objective() -> None:
     assert (parts.penalty, parts.norm) == (direct.penalty, direct.norm)
 
 
-def test_sncp_iteration_is_q1_h_steps_then_q2_w_steps() -> None:
-    # Readings of `sncp`: one SNCP iteration is FedCGds's Q1 = Q2 = 100 on all the data.
+def test_sncp_iteration_is_one_palm_step_on_h_then_on_w_at_one_over_l() -> None:
+    # Readings of `sncp`: [16]'s PALM, one H step at 1/L_H(W), then one W step at
+    # 1/lambda_max(H H^T) of the new H, computed here from the plain gradients.
     _, x, bounds, w, h = one_client_problem(3)
-    state = CentralState(w, h, RHO)
-    expected = palm_iteration(x, state, bounds, h_steps=100, w_steps=100)
-    got = sncp_iteration(x, state, bounds)
-    assert (SNCP_H_STEPS, SNCP_W_STEPS) == (100, 100)
-    assert torch.equal(got.w, expected.w) and torch.equal(got.h, expected.h)
-    one = palm_iteration(x, state, bounds)
-    assert not torch.allclose(got.h, one.h)
+    got = sncp_iteration(x, CentralState(w, h, RHO), bounds)
+    h1 = onmf.project_h(h - onmf.grad_h(x, w, h, RHO, onmf.NU) / onmf.lipschitz_h(w, RHO))
+    hht = h1 @ h1.T
+    w1 = onmf.project_w(w - onmf.grad_w(w, hht, x @ h1.T) / onmf.lipschitz_w(hht), bounds)
+    close(got.h, h1)
+    close(got.w, w1)
+    # the earlier reading (FedCGds's 100 + 100 block steps at 2/L) is another iteration
+    twin = palm_iteration(x, CentralState(w, h, RHO), bounds, h_steps=100, w_steps=100)
+    assert not torch.allclose(got.h, twin.h)
 
 
 def test_sncp_clusters_a_well_separated_set_under_the_rho_schedule() -> None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from clusterfl.errors import UserError
 from clusterfl.loop import RunContext, View
 from clusterfl.papers import load_papers
 from clusterfl.papers.p5.training import onmf
@@ -67,7 +68,8 @@ def test_fedcgds_run_equals_its_round_function_with_the_same_clients() -> None:
         expected = onmf.federated_objective(xs, state.w, hs, hyper.rho, hyper.nu)
         assert record["objective"] == pytest.approx(expected, rel=1e-9)
         assert record["upload_floats_total"] == state.uploaded
-    assert state.round == 4 and state.uploaded == 4 * (M * K + K * K) * 2
+    # G1^0, G2^0's upload from all 4 clients, then 2 clients a round
+    assert state.round == 4 and state.uploaded == (4 + 4 * 2) * (M * K + K * K)
 
 
 def test_fedcavg_run_equals_its_round_function() -> None:
@@ -108,7 +110,7 @@ def test_stop_rule_freezes_the_run_and_its_uploads() -> None:
     records = FedCGds(hyper, ctx).run().records
     per_round = (M * K + K * K) * len(SIZES)
     assert [r["upload_floats"] for r in records] == [per_round, 0, 0]
-    assert [r["upload_floats_total"] for r in records] == [per_round] * 3
+    assert [r["upload_floats_total"] for r in records] == [2 * per_round] * 3  # with G^0's
     assert [r["converged"] for r in records] == [1.0, 1.0, 1.0]
     assert records[1]["objective"] == records[2]["objective"] == records[0]["objective"]
 
@@ -159,3 +161,37 @@ def test_clustering_evaluator_by_hand() -> None:
     assert scores["clustering_accuracy"] == 0.8
     assert scores["clustering_ari"] == pytest.approx(1 / 6, rel=1e-12)
     assert scores["clustering_nmi"] == pytest.approx(mi / entropy, rel=1e-12)
+
+
+def test_sncp_is_no_longer_fedcgds_with_every_client_but_its_twin_ablation_is() -> None:
+    ctx = problem(4)
+    fed = FedCGds(FedCGds.Hyper(h_steps=100, w_steps=100), ctx).run().records
+    sncp = CentralSncp(CentralSncp.Hyper(), problem(4)).run().records
+    twin = CentralSncp(CentralSncp.Hyper(h_steps=100, w_steps=100, step_factor=0.5),
+                       problem(4)).run().records
+    assert [r["objective"] for r in twin] == pytest.approx([r["objective"] for r in fed],
+                                                           rel=1e-9)
+    assert sncp[-1]["objective"] != pytest.approx(fed[-1]["objective"], rel=1e-6)
+
+
+def test_warm_start_takes_q1_h_steps_at_w0_before_the_server_sums() -> None:
+    from clusterfl.papers.p5.training.clients import client_statistics, h_steps
+
+    ctx = problem(2)
+    w, h = start(ctx)
+    fed, rho = ctx.fed, FedCGds.Hyper().rho
+    warm = fedcgds_init(fed, w, h, rho, onmf.NU, warm_steps=3)
+    everyone = torch.arange(len(SIZES))
+    c = 0.5 * onmf.lipschitz_h(w, rho, onmf.NU)
+    expected = h_steps(fed.selected_x(everyone), w, fed.selected_h(h, everyone), c, 3, rho,
+                       onmf.NU)
+    torch.testing.assert_close(fed.selected_h(warm.h, everyone), expected, rtol=0, atol=0)
+    hht, xht = client_statistics(fed, warm.h)
+    torch.testing.assert_close(warm.g1, hht.sum(dim=0), rtol=0, atol=0)
+    torch.testing.assert_close(warm.g2, xht.sum(dim=0), rtol=0, atol=0)
+    assert warm.uploaded == fedcgds_init(fed, w, h, rho).uploaded == len(SIZES) * (M * K + K * K)
+    runs = [FedCGds(FedCGds.Hyper(h_steps=3, participants=2, h_init=kind), problem(2)).run()
+            for kind in ("random", "warm")]
+    assert runs[0].records[0]["objective"] != runs[1].records[0]["objective"]
+    with pytest.raises(UserError, match="h_init: must be random or warm"):
+        FedCGds.Hyper(h_init="hot").validate("algorithms.fedcgds")

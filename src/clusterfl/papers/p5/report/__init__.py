@@ -12,7 +12,7 @@
 
 import pandas as pd
 
-from clusterfl.papers.p5.report.claims import Verdict, check
+from clusterfl.papers.p5.report.claims import Traces, check
 from clusterfl.papers.p5.report.figures import clustering_figure, convergence_figure
 from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
@@ -24,6 +24,7 @@ from clusterfl.papers.p5.training.metrics import (
 from clusterfl.reports.runs import by_experiment, mean_curve, read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.tables import markdown_table, mean_std
+from clusterfl.reports.verdicts import claims_table
 
 SCORES = (CLUSTERING_ACCURACY, CLUSTERING_ARI, CLUSTERING_NMI)
 INTRO = """Final clustering accuracy (%, last round, best one-to-one label matching), mean ± \
@@ -58,12 +59,12 @@ def layout(frame: pd.DataFrame, columns: list[str], cell) -> list[str]:
     return markdown_table(["algorithm", *columns], rows)
 
 
-def verdict_lines(verdicts: list[Verdict]) -> list[str]:
-    lines = []
-    for v in verdicts:
-        lines.append(f"- **{v.verdict}**: {v.claim} ({v.source})")
-        lines += [f"  - {e}" for e in v.evidence]
-    return lines
+def traces(report: ReportInput) -> Traces:
+    """Per cell and seed, (cumulative upload, objective) per round: the cost claims' input."""
+    return {(exp, alg): [[(r[UPLOAD_TOTAL.name], r[OBJECTIVE.name]) for r in h.records
+                          if OBJECTIVE.name in r and UPLOAD_TOTAL.name in r]
+                         for h in read_cell(report.results, exp, alg)]
+            for exp, alg in report.cells}
 
 
 def build(report: ReportInput) -> ReportOutput:
@@ -89,9 +90,12 @@ def build(report: ReportInput) -> ReportOutput:
 
     finals = {key: g[CLUSTERING_ACCURACY.name].tolist()
               for key, g in frame.groupby(["experiment", "algorithm"])}
-    verdicts = [check(c, finals, curves, OBJECTIVE.name, UPLOAD_TOTAL.name)
-                for c in report.references.get("claims", [])]
+    claims = report.references.get("claims", [])
+    per_seed = traces(report)
+    rows = [check(c, finals, per_seed) for c in claims]
     markdown = "\n".join([
         INTRO, *accuracy, "", "ARI / NMI (samples against their true labels), last round:", "",
-        *ari_nmi, "", "## The paper's claims, checked", "", *verdict_lines(verdicts), ""])
+        *ari_nmi, "", "## The paper's claims, checked", "",
+        "Means ± std over seeds; the verdict rules are in `papers/p5/report/claims.py`.", "",
+        *claims_table(rows, {c["id"]: c for c in claims}), ""])
     return ReportOutput(markdown=markdown, figures=written)

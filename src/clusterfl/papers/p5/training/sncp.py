@@ -5,20 +5,17 @@ penalty optimization", arXiv:1906.00570) solves the penalised ONMF problem for a
 then multiplies rho by 1.5 and solves again, until the objective stops moving (Sec. V-D).
 
 Readings:
-- Inner solver. P5 cites [16, Algorithms 1 & 2] without restating them. We use the PALM
-  iteration the paper itself writes down for the centralized problem, eq. (3a)-(3b), with
-  several steps per block: Q1 projected-gradient steps on H, then Q2 on W at the new H, with
-  the FedCGds step sizes c = 1/2 L_H(W), d = 1/2 lambda_max(H H^T). Remark 3 calls FedCGds
-  "nothing but" this two-block method run over the network, so one SNCP iteration is read
-  as one FedCGds round with all data at one client: Q1 = Q2 = 100 (Sec. V-D's FedCGds
-  values; `SNCP_H_STEPS`, `SNCP_W_STEPS`), and FedCGds with P = 1 equals `palm_iteration`
-  step for step. (An earlier reading, one H and one W step per iteration, had not met the
-  stop rule after 300 iterations at the paper's synthetic size and clustered worse than
-  K-means; the rho schedule and step sizes are unchanged.) Because the H step acts column
-  by column with one broadcast W, FedCGds with full participation (m = P) also takes
-  exactly these steps: its accuracy equals SNCP's seed for seed, and only m < P can make
-  the two differ. The accuracy settles long before eps < 1e-8 (docs/p5.md).
-- Cost. The Q1 H steps share W, so they use W^T W and W^T X, computed once per iteration
+- Inner solver. P5 cites [16, Algorithms 1 & 2] without restating them; [16] solves each
+  penalised problem with PALM (Bolte, Sabach & Teboulle 2014): one projected-gradient step on
+  H, then one on W at the new H, each at step 1/L of its block (c = L_H(W),
+  d = lambda_max(H H^T)), repeated to convergence (`sncp_iteration`). An earlier reading took
+  one SNCP iteration as one FedCGds round with all data at one client (Q1 = Q2 = 100 block
+  steps at step 2/L, Remark 3's "nothing but" this two-block method); it made FedCGds with
+  m = P equal to SNCP seed for seed, so it could never test "FedCGds beats SNCP"
+  (`palm_iteration` still takes any Q1, Q2 and step; the paper suite keeps it as the
+  `sncp_fedcgds_twin` ablation). FedCGds with P = 1 equals `palm_iteration` with Q1, Q2 and
+  step 2/L, step for step.
+- Cost. Repeated H steps share W, so they use W^T W and W^T X, computed once per iteration
   (`onmf.h_step_gram`), and the Q2 W steps share H H^T and X H^T: an iteration costs two
   M K N products plus O(Q1 K^2 N + Q2 M K^2), and no M x N residual is ever formed.
   `central_parts` reads F the same way, from ||X||^2 and the two statistics.
@@ -67,10 +64,6 @@ def initial_point(features: int, clusters: int, samples: int, bounds: WBounds,
     return torch.as_tensor(w, dtype=torch.float64), torch.as_tensor(h, dtype=torch.float64)
 
 
-SNCP_H_STEPS = 100  # Q1 of one SNCP iteration (Sec. V-D's FedCGds value, see Readings)
-SNCP_W_STEPS = 100  # Q2
-
-
 def palm_iteration(x: torch.Tensor, state: CentralState, bounds: WBounds, nu: float = NU,
                    h_steps: int = 1, w_steps: int = 1, c_factor: float = 0.5,
                    d_factor: float = 0.5) -> CentralState:
@@ -88,10 +81,10 @@ def palm_iteration(x: torch.Tensor, state: CentralState, bounds: WBounds, nu: fl
     return CentralState(w=w, h=h, rho=state.rho)
 
 
-def sncp_iteration(x: torch.Tensor, state: CentralState, bounds: WBounds, nu: float = NU,
-                   h_steps: int = SNCP_H_STEPS, w_steps: int = SNCP_W_STEPS) -> CentralState:
-    """One inner iteration of centralized SNCP: Q1 H steps then Q2 W steps, eq. (3)."""
-    return palm_iteration(x, state, bounds, nu, h_steps, w_steps)
+def sncp_iteration(x: torch.Tensor, state: CentralState, bounds: WBounds, nu: float = NU
+                   ) -> CentralState:
+    """One PALM iteration of centralized SNCP ([16]): one H step, then one W step, at 1/L."""
+    return palm_iteration(x, state, bounds, nu, 1, 1, 1.0, 1.0)
 
 
 def central_parts(x: torch.Tensor, data_norm: float, state: CentralState) -> ObjectiveParts:

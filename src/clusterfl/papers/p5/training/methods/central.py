@@ -1,8 +1,14 @@
-"""Centralized SNCP (P5 Sec. V-D, the benchmark [16]) on the round loop: one round is one
-iteration of eq. (3), `h_steps` projected steps on H then `w_steps` on W (default 100 and
-100, FedCGds's Q1 and Q2: see `sncp`'s Readings; `sncp.palm_iteration`; c = 1/2 L_H,
-d = 1/2 lambda_max(H H^T)), on all N samples at once.
-It uploads nothing; rho's continuation and the stop rule are `base.OnmfAlgorithm`'s."""
+"""Centralized SNCP (P5 Sec. V-D, the benchmark [16]) on the round loop, on all N samples at
+once; it uploads nothing; rho's continuation and the stop rule are `base.OnmfAlgorithm`'s.
+
+SNCP as [16] runs it (the default `sncp` entry): PALM (Bolte, Sabach & Teboulle 2014), one
+projected-gradient step on H then one on W per iteration (`h_steps = w_steps = 1`), each at
+step 1/L of its block (`step_factor` 1: c = L_H(W), d = lambda_max(H H^T)), run to
+convergence; one round of the loop is `iterations` such PALM iterations at the round's rho,
+so the continuation's eps compares objectives `iterations` steps apart. The earlier reading,
+one round = FedCGds's Q1 = Q2 = 100 block steps at step 2/L (`step_factor` 0.5), made SNCP
+FedCGds with all clients seed for seed; it stays as the `sncp_fedcgds_twin` ablation.
+"""
 
 import dataclasses
 from dataclasses import dataclass
@@ -12,23 +18,22 @@ import torch
 from clusterfl.options import require
 from clusterfl.papers.p5.training.context import central_x
 from clusterfl.papers.p5.training.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
-from clusterfl.papers.p5.training.sncp import (
-    SNCP_H_STEPS,
-    SNCP_W_STEPS,
-    CentralState,
-    palm_iteration,
-)
+from clusterfl.papers.p5.training.sncp import CentralState, palm_iteration
 
 
 @dataclass(frozen=True)
 class SncpHyper(OnmfHyper):
-    h_steps: int = SNCP_H_STEPS  # Q1
-    w_steps: int = SNCP_W_STEPS  # Q2
+    h_steps: int = 1  # H steps per PALM iteration (1: PALM)
+    w_steps: int = 1  # W steps per PALM iteration
+    step_factor: float = 1.0  # c = step_factor L_H, d = step_factor lambda_max: step 1/(f L)
+    iterations: int = 1  # PALM iterations per round of the loop
 
     def validate(self, key: str) -> None:
         super().validate(key)
         require(self.h_steps >= 1, f"{key}.h_steps", "must be >= 1")
         require(self.w_steps >= 1, f"{key}.w_steps", "must be >= 1")
+        require(self.step_factor > 0, f"{key}.step_factor", "must be > 0")
+        require(self.iterations >= 1, f"{key}.iterations", "must be >= 1")
 
 
 class CentralSncp(OnmfAlgorithm):
@@ -41,9 +46,12 @@ class CentralSncp(OnmfAlgorithm):
         self.state = CentralState(w=w, h=fed.flat_h(h), rho=self.rho)
 
     def advance(self, clients: torch.Tensor) -> int:
+        h = self.hyper
         state = dataclasses.replace(self.state, rho=self.rho)
-        self.state = palm_iteration(self.x, state, self.ctx.bounds, self.nu,
-                                    self.hyper.h_steps, self.hyper.w_steps)
+        for _ in range(h.iterations):
+            state = palm_iteration(self.x, state, self.ctx.bounds, self.nu, h.h_steps,
+                                   h.w_steps, h.step_factor, h.step_factor)
+        self.state = state
         return 0
 
     def current(self) -> Snapshot:

@@ -7,6 +7,7 @@ m < 50. rho's continuation and the stop rule are `base.OnmfAlgorithm`'s."""
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
 
@@ -20,6 +21,7 @@ class FedCGdsHyper(OnmfHyper):
     h_steps: int = 100  # Q1
     w_steps: int = 100  # Q2
     participants: int | None = None  # m
+    h_init: Literal["random", "warm"] = "random"  # warm: Q1 H steps at W^0 before G1^0, G2^0
 
     def validate(self, key: str) -> None:
         super().validate(key)
@@ -27,6 +29,7 @@ class FedCGdsHyper(OnmfHyper):
         require(self.w_steps >= 1, f"{key}.w_steps", "must be >= 1")
         require(self.participants is None or self.participants >= 1,
                 f"{key}.participants", "must be >= 1")
+        require(self.h_init in ("random", "warm"), f"{key}.h_init", "must be random or warm")
 
 
 class FedCGds(OnmfAlgorithm):
@@ -34,7 +37,9 @@ class FedCGds(OnmfAlgorithm):
     hyper: FedCGdsHyper
 
     def start(self, w: torch.Tensor, h: torch.Tensor) -> None:
-        self.state = fedcgds_init(self.ctx.fed, w, h, self.rho)
+        warm = self.hyper.h_steps if self.hyper.h_init == "warm" else 0
+        self.state = fedcgds_init(self.ctx.fed, w, h, self.rho, self.nu, warm)
+        self.uploaded_total = self.state.uploaded  # G1^0, G2^0's upload, before round 1
 
     def select_clients(self, round_: int) -> torch.Tensor:
         m = self.hyper.participants or self.ctx.clients_per_round
