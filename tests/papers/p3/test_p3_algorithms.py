@@ -13,6 +13,7 @@ from clusterfl.algorithms import NeuralContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
 from clusterfl.engine import ClientData, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.engine.losses import sample_loss
+from clusterfl.errors import UserError
 from clusterfl.papers.p3.training.base import P3Hyper
 from clusterfl.papers.p3.training.context import Modality, P3Context
 from clusterfl.papers.p3.training.evaluator import ModalityEvaluator
@@ -162,3 +163,14 @@ def test_evaluator_totals_are_sample_weighted_modalities() -> None:
     want = (got["test_acc_acc"] * n_a + got["test_acc_gyro"] * n_b) / (n_a + n_b)
     assert got["test_acc"] == pytest.approx(want)
     assert {"test_loss_acc", "test_loss_gyro", "train_acc", "train_loss"} <= set(got)
+
+
+def test_per_modality_selection_takes_the_lowest_mean_loss_over_clients() -> None:
+    from clusterfl.papers.p3.training.steps import select_modality_rate
+
+    # client 0 prefers rate 1, clients 1-2 rate 0; the means are 2.0, 3.0 and +inf (rate 2
+    # diverged on client 2): rate 0 for all
+    losses = torch.tensor([[3.0, 1.0, 2.0], [1.0, 4.0, 4.0], [2.5, 2.5, float("nan")]])
+    assert select_modality_rate(losses).tolist() == [0, 0, 0]
+    with pytest.raises(UserError, match="select_per: must be client or modality"):
+        P3Hyper(select_per="cohort").validate("algorithms.mmfl")

@@ -59,7 +59,8 @@ def run(tmp_path: Path, exp: str) -> str:
         write(results, exp, alg, finals)
     out = report(tmp_path, [(exp, a) for a in FINAL])
     assert [p.name for p in out.figures] == [f"{exp}_{n}.png" for n in
-                                             ("fig2", "fig3", "fig4", "fig5", "rates")]
+                                             ("fig2", "fig3", "fig4", "fig5", "rates",
+                                              "rounds")]
     assert all(p.exists() for p in out.figures)
     assert abs(out.metrics[f"p3/{exp}/mmfl/test_acc"] - 0.825) < 1e-12
     return out.markdown
@@ -69,15 +70,17 @@ def test_stand_in_table_and_claims(tmp_path: Path) -> None:
     md = run(tmp_path, "p3_basic_motions")
     assert "a stand-in dataset: no paper numbers" in md and "paper loss" not in md
     assert "| mmfl | accelerometer | 0.1500 ± 0.0500 | 85.00 ± 5.00 |" in md
-    assert ("| fl_beats_standalone |" in md and "accelerometer: FL 60.00 vs standalone 40.00"
-            in md)
-    assert "mmfl 82.50; mmfl_lr0_01 65.00, mmfl_lr0_001 50.00, mmfl_lr0_0001 25.00 | holds |" \
+    assert ("| fl_beats_standalone |" in md and
+            "accelerometer: FL 60.00 ± 0.00 vs standalone 40.00 ± 0.00" in md)
+    assert ("mmfl 82.50 ± 2.50; mmfl_lr0_01 65.00 ± 0.00, mmfl_lr0_001 50.00 ± 0.00, "
+            "mmfl_lr0_0001 25.00 ± 0.00 | holds |") in md
+    # gyroscope: mmfl 80 < unimodal meta-FL 87.5 ± 2.5, beyond the spread
+    assert "gyroscope: mmfl 80.00 ± 0.00 vs unimodal meta-FL 87.50 ± 2.50 | does not hold |" \
         in md
-    # gyroscope: mmfl 80 < unimodal meta-FL 90
-    assert "gyroscope: mmfl 80.00 vs unimodal meta-FL 87.50 | does not hold |" in md
     # best other: unimodal meta-FL 83.75 > mmfl 82.50: -1.25 points, under mmfl's std 2.5
-    assert "best other unimodal_meta_fl 83.75 (gap -1.25 points; paper: about +7.18) | " \
-        "does not hold (within noise) |" in md
+    assert ("best other unimodal_meta_fl 83.75 ± 1.25 (gap -1.25 points; paper: about +7.18) "
+            "| within noise |") in md
+    assert "| claim | paper | ours | verdict | reading | open choices | cause |" in md
 
 
 def test_paper_numbers_beside_the_papers_data(tmp_path: Path) -> None:
@@ -87,13 +90,12 @@ def test_paper_numbers_beside_the_papers_data(tmp_path: Path) -> None:
     assert "| unimodal_fl | gyroscope | 0.5000 ± 0.0000 | 50.00 ± 0.00 | – | – |" in md
 
 
-def test_verdict_marks_only_the_gaps_that_decide() -> None:
-    from clusterfl.papers.p3.report.claims import _verdict
+def test_fixed_rate_runs_are_found_by_name_largest_rate_first() -> None:
+    from clusterfl.papers.p3.report.claims import fixed_rates
 
-    assert _verdict([(-10.0, 1.0, False), (0.5, 1.0, True)]) == "does not hold"
-    assert _verdict([(-0.5, 1.0, True), (3.0, 1.0, False)]) == "does not hold (within noise)"
-    assert _verdict([(0.5, 1.0, True), (3.0, 1.0, False)]) == "holds (within noise)"
-    assert _verdict([(2.0, 1.0, False)]) == "holds"
+    finals = {"mmfl": {}, "mmfl_lr0_001": {}, "mmfl_lr0_1": {}, "mmfl_rest": {},
+              "mmfl_lr0_01": {}}
+    assert fixed_rates(finals) == ["mmfl_lr0_1", "mmfl_lr0_01", "mmfl_lr0_001"]
 
 
 def test_table1_shape_one_row_per_method_and_modality_a_column_pair_per_loss(tmp_path: Path):

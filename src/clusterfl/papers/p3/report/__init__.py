@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from clusterfl.engine.losses import LOSSES
-from clusterfl.papers.p3.report.claims import FIXED, claims_section
+from clusterfl.papers.p3.report.claims import claims_section, fixed_rates
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
 from clusterfl.reports.runs import by_experiment, read_cell
@@ -66,17 +66,20 @@ def draw_figures(curves: Any, finals: Any, selected: Any, modalities: list[str],
     """Figs. 2-5's shapes and the selected rates, those with runs to draw; the files."""
     acc = [f"test_acc_{m}" for m in modalities]
     path = {name: out / f"{exp}_{name}.png" for name in ("fig2", "fig3", "fig4", "fig5",
-                                                           "rates")}
+                                                           "rates", "rounds")}
     drawn = {
         "fig2": curves_figure(curves, ["standalone", "unimodal_fl"], acc,
                               f"Fig. 2 shape, {title}: standalone vs FL", path["fig2"]),
-        "fig3": curves_figure(curves, [*FIXED, "mmfl"], ["test_acc"],
+        "fig3": curves_figure(curves, [*fixed_rates(finals), "mmfl"], ["test_acc"],
                               f"Fig. 3 shape, {title}: fixed rates vs meta", path["fig3"]),
         "fig4": bars_figure(finals, ["unimodal_meta_fl", "mmfl"], acc,
                             f"Fig. 4 shape, {title}: unimodal meta-FL vs mmFL", path["fig4"]),
         "fig5": bars_figure(finals, list(finals), ["test_acc", *acc],
                             f"Fig. 5 shape, {title}: all methods", path["fig5"]),
         "rates": rates_figure(selected, f"Selected rates, {title}", path["rates"]),
+        "rounds": curves_figure(curves, list(finals), ["test_acc"],
+                                f"Test accuracy per round, {title}: every method",
+                                path["rounds"]),
     }
     return [path[name] for name, done in drawn.items() if done]
 

@@ -6,10 +6,13 @@ Rate selection, Steps 2-6, for all clients of a modality at once: each client sp
 held-out subset d (`holdout_fraction` of its training samples, drawn afresh every round),
 copies its model, trains the copy for `temp_steps` minibatch steps with every candidate rate
 (one engine call per rate, every client, the same batches for every rate) and keeps the rate
-whose copy has the lowest mean loss on d. Reading of Eq. (1): the paper writes the temporary
-update on d itself; we train the copy on the rest of the data and score it on d (a loss on
-samples the copy never saw; `temp_data: subset` is the paper's literal reading). With one
-candidate there is nothing to select: no copy is trained and nothing is drawn.
+whose copy has the lowest mean loss on d. Eq. (1) writes the temporary update on d itself:
+`temp_data: subset` (default) trains the copy on d and scores it on d, as written; `rest`,
+an earlier reading kept as a variant (`mmfl_rest`), trains it on D minus d (a loss on samples
+the copy never saw), which favoured small rates. `select_per: client` (default, Eq. 4: each
+client keeps its own best rate) or `modality` (Eq. 2 averages the loss over the clients of a
+modality: one rate per modality). With one candidate there is nothing to select: no copy is
+trained and nothing is drawn.
 
 Step 7 (Eq. 5-6): each client trains its model from the start of the round with its selected
 rate. Clients that picked the same rate are trained by one engine call (at most one per
@@ -38,6 +41,7 @@ from clusterfl.papers.p3.training.steps import (
     modality_seed,
     rate_columns,
     restrict_plan,
+    select_modality_rate,
     select_rates,
 )
 from clusterfl.types import SeedInputs, Tensors, View
@@ -48,7 +52,8 @@ class P3Hyper:
     rates: tuple[float, ...] = ()  # candidate rates eta_i; () = the schedule's lr alone
     temp_steps: int = 5  # T_temp: minibatch steps of each temporary copy
     holdout_fraction: float = 0.2  # |d| / |D| of each client, every round
-    temp_data: Literal["rest", "subset"] = "rest"  # what the copy trains on (module doc)
+    temp_data: Literal["rest", "subset"] = "subset"  # what the copy trains on (module doc)
+    select_per: Literal["client", "modality"] = "client"  # whose loss picks a rate
     share_head: bool = True  # one head for every modality (mmFL) or one per modality
 
     def validate(self, key: str) -> None:
@@ -56,6 +61,10 @@ class P3Hyper:
         require(len(set(self.rates)) == len(self.rates), f"{key}.rates", "must be distinct")
         require(self.temp_steps >= 1, f"{key}.temp_steps", "must be >= 1")
         require(0 < self.holdout_fraction < 1, f"{key}.holdout_fraction", "must be in (0, 1)")
+        require(self.temp_data in ("rest", "subset"), f"{key}.temp_data",
+                "must be rest or subset")
+        require(self.select_per in ("client", "modality"), f"{key}.select_per",
+                "must be client or modality")
 
 
 class ModalityAlgorithm(FederatedAlgorithm):
@@ -124,7 +133,9 @@ class ModalityAlgorithm(FederatedAlgorithm):
         """Steps 2-6: each client's selected rate (index into `self.rates`)."""
         if len(self.rates) == 1:
             return torch.zeros(self.modalities[m].size, dtype=torch.int64)
-        return select_rates(self.held_out_losses(m, start)).cpu()
+        losses = self.held_out_losses(m, start)
+        pick = select_modality_rate if self.hyper.select_per == "modality" else select_rates
+        return pick(losses).cpu()
 
     def held_out_losses(self, m: int, start: Tensors) -> torch.Tensor:
         """Steps 2-5: [R, C] the mean loss on client c's held-out subset d of its copy of

@@ -80,6 +80,13 @@ def select_rates(losses: torch.Tensor) -> torch.Tensor:
     return clean.argmin(dim=0)
 
 
+def select_modality_rate(losses: torch.Tensor) -> torch.Tensor:
+    """Eq. 2's reading per modality: one rate for all C clients, the lowest mean over clients
+    of the held-out losses [R, C] (NaN as +inf, ties to the first listed); [C]."""
+    clean = torch.where(torch.isnan(losses), torch.full_like(losses, float("inf")), losses)
+    return clean.mean(dim=1).argmin().expand(losses.shape[1]).clone()
+
+
 def server_step(local: list[Tensors], sizes: list[torch.Tensor], share_head: bool
                 ) -> list[Tensors]:
     """Step 10: the next global model of each modality cluster m from its clients' trained
