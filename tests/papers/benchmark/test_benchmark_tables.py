@@ -107,3 +107,23 @@ def test_uploads_per_round():
     assert uploads_per_round("fedem", 1000, 3, 1, 20) == 60_000
     assert uploads_per_round("fedsoft", 1000, 2, 2, 20) == 20 * 1001
     assert uploads_per_round("unknown", 1000, 2, 2, 20) is None
+
+
+def test_scored_views_names_the_model_a_number_scores_and_shows_the_others():
+    from clusterfl.papers.benchmark.report.tables import scored_views
+
+    views = {"theta": "θ_i", "local_w": "local w_i"}
+    last = {
+        # scored by local w (equal in every record), theta beside it
+        "pfedme": [{"test_acc": 0.70, "theta_test_acc": 0.50, "local_w_test_acc": 0.70},
+                   {"test_acc": 0.80, "theta_test_acc": 0.60, "local_w_test_acc": 0.80}],
+        "fedavg": [{"test_acc": 0.9}],  # no views recorded: not in the table
+        "odd": [{"test_acc": 0.5, "theta_test_acc": 0.4, "local_w_test_acc": 0.3}],
+    }
+    table = scored_views(last, views)
+    assert table["algorithm"].tolist() == ["pfedme", "odd"]
+    first = table.iloc[0]
+    assert first["scored model"] == "local w_i"
+    assert (round(first["scored (test_acc)"], 9), round(first["θ_i"], 9),
+            round(first["local w_i"], 9)) == (75.0, 55.0, 75.0)
+    assert table.iloc[1]["scored model"] == "its own (none of the views)"

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.algorithms.split_model import split_names
-from clusterfl.metrics import ARI, METRICS, TEST_ACC, metric
+from clusterfl.metrics import ARI, METRICS, TEST_ACC, VIEW_LABELS, metric
 from clusterfl.models import build_model
 from clusterfl.papers.benchmark.report.sizes import read_sizes
 from clusterfl.papers.benchmark.report.tables import (
@@ -23,6 +23,7 @@ from clusterfl.papers.benchmark.report.tables import (
     leaderboard,
     leaderboard_markdown,
     ranks,
+    scored_views,
     uploads_per_round,
 )
 from clusterfl.reports.figures import pyplot, save_figure
@@ -38,7 +39,10 @@ scheme's winner only where it beats every other beyond that spread; rows by aver
 Each cell trained with the \
 lr (and K) picked on the validation split (picks below; protocol: docs/benchmark.md). \
 Family: global (one model), local (no communication), personalized (a model per client \
-built from a shared one), clustered (models per cluster or mixture component).
+built from a shared one), clustered (models per cluster or mixture component). Each method \
+is scored by the model its own paper evaluates (pFedMe and pFedKM: the local w_i after local \
+training, the official pFedMe protocol; `evaluated_model` in params); "Scored model" below \
+shows the other models beside it where a run recorded them.
 """
 
 
@@ -72,8 +76,18 @@ def build(report: ReportInput) -> ReportOutput:
     picks_table.to_csv(report.tables / "benchmark_picks.csv", index=False)
     recovery.to_csv(report.tables / "benchmark_recovery.csv")
     cost.to_csv(report.tables / "benchmark_cost.csv", index=False)
+    last = {a: [h.records[-1] for (e, b), seeds in histories.items() if b == a for h in seeds]
+            for a in algorithms}
+    views = scored_views(last, VIEW_LABELS, TEST_ACC.name)
+    views_md = (_markdown(views.round(2)) if len(views) else
+                "No cell recorded the models' views (`model_views`): each number is the "
+                "model its class evaluated when it ran (pFedMe and pFedKM before issue 37: "
+                "θ_i, not the official protocol's local w_i).")
     markdown = "\n".join([
         "## Leaderboard", "", INTRO.format(seeds=seeds), board, "Schemes:", "", keys, "",
+        "## Scored model", "", "Which model each leaderboard number scores and the other "
+        "models the run recorded, test accuracy (%) as the mean over every scheme and seed.",
+        "", views_md, "",
         "![heatmap](../figures/benchmark_heatmap.png)", "",
         "## Picks (validation split)", "",
         "The grid point each cell was trained with, its validation score (last round, "

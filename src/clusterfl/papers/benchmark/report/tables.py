@@ -1,7 +1,7 @@
 """The benchmark's tables as pure functions of per-seed numbers (tested with exact numbers in
 tests/papers/test_benchmark_tables.py): the leaderboard with ranks, and the upload cost."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -138,3 +138,27 @@ def uploads_per_round(method: str, params: int, k: int, tau: int, clients: int
     without an entry in `UPLOADS`."""
     per_client = UPLOADS.get(method)
     return None if per_client is None else clients * per_client(params, k, tau)
+
+
+def scored_views(last: Mapping[str, Sequence[Mapping[str, float]]], views: Mapping[str, str],
+                 primary: str = "test_acc") -> pd.DataFrame:
+    """Per algorithm, which model its leaderboard number scores and every other model it
+    recorded (`model_views`), as means over all its cells' last rounds (x100, %).
+
+    `last`: algorithm -> the last-round record of each of its seeds and schemes; `views`:
+    view name -> label. The scored model is the view whose accuracy equals the primary one
+    in every record; "its evaluated model (no views recorded)" where none was recorded."""
+    rows = []
+    for alg, records in last.items():
+        recorded = [v for v in views if all(f"{v}_{primary}" in r for r in records)]
+        if not recorded:
+            continue
+        scored = [v for v in recorded
+                  if all(abs(r[f"{v}_{primary}"] - r[primary]) < 1e-12 for r in records)]
+        row = {"algorithm": alg,
+               "scored model": views[scored[0]] if scored else "its own (none of the views)"}
+        row[f"scored ({primary})"] = 100 * float(np.mean([r[primary] for r in records]))
+        for v in recorded:
+            row[views[v]] = 100 * float(np.mean([r[f"{v}_{primary}"] for r in records]))
+        rows.append(row)
+    return pd.DataFrame(rows)
