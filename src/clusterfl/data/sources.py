@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.data import offline, real, synthetic
+from clusterfl.data import offline, real, synthetic, watch
 from clusterfl.data.dataset import Dataset
 from clusterfl.options import build_options
 from clusterfl.registry import Registry
@@ -60,6 +60,9 @@ _add("emnist_letters_case", "EMNIST letters, 26 classes, domain = lower/upper ca
 _add("uci_har", "UCI HAR, accelerometer + gyroscope modalities, 6 activities",
      real.DownloadOptions, real.uci_har, offline=False,
      needs="network, or 'UCI HAR Dataset.zip' in a mirror")
+_add("watch", "smartwatch exercises (seglearn's wheel): accelerometer + gyroscope, 10 subjects",
+     watch.WatchOptions, watch.watch, offline=False,
+     needs="the seglearn 1.2.5 wheel (package index) or its watch_dataset.npy")
 _add("cmu_mosei", "CMU-MOSEI features (text/audio/vision) from a file you supply",
      real.MoseiOptions, real.cmu_mosei, offline=False,
      needs="a features .npz you make (docs/data.md)")

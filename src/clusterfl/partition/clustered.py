@@ -13,8 +13,10 @@
 - `modality` (mmFL, P3): clients grouped by modality, `clients_per_modality` each (Fig. 2: 3);
   the samples are shared out at random between the modalities (a client with only an
   accelerometer holds its own recordings; reading: the groups hold disjoint recordings), and
-  within each group by Dirichlet(alpha) label skew (the paper says only "non-IID");
-  `modalities` picks some of the dataset's modalities (cluster j = the j-th named).
+  within each group by Dirichlet(alpha) label skew (the paper says only "non-IID"); with
+  `clients: subjects` the dataset's subjects are the clients instead, dealt to the modalities,
+  and its own train/test split is kept (`subject_modality`); `modalities` picks some of the
+  dataset's modalities (cluster j = the j-th named).
 - `similarity` (FedC's syn_noniid): k-means (scikit-learn, one k-means++ initialisation) on
   the flattened features into `num_clients` groups, group j -> client j. The ground truth kept
   is each client's mixture over the true labels (clients straddle clusters).
@@ -125,8 +127,11 @@ class ModalityOptions:
     min_size: int = 10
     test_fraction: float = 0.25
     modalities: tuple[str, ...] = ()  # which of the dataset's modalities; () = all
+    clients: str = "dirichlet"  # or "subjects": the dataset's groups are the clients
 
     def validate(self, key: str) -> None:
+        require(self.clients in ("dirichlet", "subjects"), f"{key}.clients",
+                "must be dirichlet or subjects")
         require(self.clients_per_modality > 0, f"{key}.clients_per_modality", "must be > 0")
         require(self.alpha > 0, f"{key}.alpha", "must be > 0")
         require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
@@ -143,6 +148,8 @@ def modality(
         if name not in dataset.modalities:
             raise UserError(f"{key}.modalities: {name!r} is not a modality of {dataset.name!r}"
                             f" (allowed: {', '.join(dataset.modalities)})")
+    if opts.clients == "subjects":
+        return subject_modality(dataset, names, rng, key)
     n, m = len(dataset.y), len(names)
     groups = np.array_split(rng.permutation(n), m)
     clients, cluster = [], []
@@ -154,6 +161,28 @@ def modality(
     train, test = split_clients(clients, opts.test_fraction, rng)
     views = tuple(f"modality:{name}" for name in names)
     return Partition(train, test, cluster=np.array(cluster), views=views)
+
+
+def subject_modality(dataset: Dataset, names: tuple[str, ...], rng: np.random.Generator,
+                     key: str) -> Partition:
+    """`modality` with real clients: the subjects (`dataset.groups`) dealt at random to the
+    modalities, each subject one client of its modality holding all its samples; train and
+    test as the dataset splits them (`dataset.split`, e.g. by recording), never redrawn."""
+    if dataset.groups is None or dataset.split is None:
+        raise UserError(f"{key}.clients: 'subjects' needs a dataset with subjects (groups) and "
+                        f"a train/test split; {dataset.name!r} has "
+                        f"{'no groups' if dataset.groups is None else 'no split'}")
+    n = len(dataset.y)
+    subjects = rng.permutation(np.unique(dataset.groups))
+    train, test, cluster = [], [], []
+    for g, share in enumerate(np.array_split(subjects, len(names))):
+        for subject in np.sort(share):
+            mine = dataset.groups == subject
+            train.append(encode(g, np.flatnonzero(mine & (dataset.split == 0)), n))
+            test.append(encode(g, np.flatnonzero(mine & (dataset.split == 1)), n))
+            cluster.append(g)
+    views = tuple(f"modality:{name}" for name in names)
+    return Partition(tuple(train), tuple(test), cluster=np.array(cluster), views=views)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,146 @@
+"""The smartwatch exercise recordings shipped in the `seglearn` wheel (BSD; Burns et al. 2018,
+"Shoulder physiotherapy exercise recognition: machine learning the inertial signals from a
+smartwatch", arXiv:1802.01489), cut into UCI HAR's format for P3 (mmFL).
+
+The file: `seglearn/data/watch_dataset.npy`, a pickled dict of 140 recordings at 50 Hz, each
+[n_i, 6] (accelerometer x, y, z, gyroscope x, y, z; n_i about 1,770), with the exercise
+(7 classes) and the subject (10) of each. Where it comes from, in order: `file` (a copy you
+supply), the installed `seglearn` package, or the wheel `seglearn==1.2.5` fetched from the
+package index (`pip download`, the real download path here) into `cache`; every source is
+checked against the file's SHA-256.
+
+Readings, UCI HAR's format (Anguita et al. 2013): windows of 128 readings with 50 % overlap
+(step 64), each window labelled with its recording's exercise; the two modalities are the
+accelerometer's and the gyroscope's 3 x 128 readings, flattened channel by channel as
+BasicMotions'. The test set is whole recordings, `test_fraction` of each subject's (at least
+one), drawn from `split_seed`: no window of a test recording is trained on. Each channel is
+standardised with the mean and std of the training windows alone. `groups` = subject, so a
+partition can make the subjects its clients (`modality` with `clients: subjects`).
+"""
+
+import hashlib
+import io
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from clusterfl.data.dataset import Dataset
+from clusterfl.errors import UserError
+from clusterfl.options import require
+
+WATCH_SHA256 = "eb122f23cdf06ef6bd6c6c5312958ec5cf9d038e2e6d457b8081662c75a42537"
+WHEEL = "seglearn==1.2.5"
+MEMBER = "seglearn/data/watch_dataset.npy"
+MODALITIES = ("accelerometer", "gyroscope")
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    file: str | None = None  # a copy of watch_dataset.npy (or of the wheel) you supply
+    cache: str = "data/raw/cache"
+    window: int = 128
+    step: int = 64
+    test_fraction: float = 0.25
+    split_seed: int = 0
+
+    def validate(self, key: str) -> None:
+        require(self.window >= 2, f"{key}.window", "must be >= 2")
+        require(1 <= self.step <= self.window, f"{key}.step", "must be in [1, window]")
+        require(0 < self.test_fraction < 1, f"{key}.test_fraction", "must be in (0, 1)")
+
+
+def _checked(data: bytes, where: str) -> dict[str, Any]:
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != WATCH_SHA256:
+        raise UserError(f"{where}: SHA-256 {digest} is not watch_dataset.npy's {WATCH_SHA256}")
+    return np.load(io.BytesIO(data), allow_pickle=True).item()
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The recordings from an .npy file or from a wheel holding it."""
+    if path.suffix == ".whl":
+        with zipfile.ZipFile(path) as wheel:
+            return _checked(wheel.read(MEMBER), f"{path}:{MEMBER}")
+    return _checked(path.read_bytes(), str(path))
+
+
+def locate(opts: WatchOptions) -> dict[str, Any]:
+    """The recordings, from the first source that has them (module docstring)."""
+    if opts.file is not None:
+        if not Path(opts.file).exists():
+            raise UserError(f"datasets.watch.file: {opts.file} does not exist")
+        return _read(Path(opts.file))
+    try:
+        import seglearn  # type: ignore[import-not-found]
+
+        return _read(Path(seglearn.__file__).parent / "data" / "watch_dataset.npy")
+    except ImportError:
+        pass
+    cache = Path(opts.cache)
+    wheels = sorted(cache.glob("seglearn-1.2.5-*.whl"))
+    if not wheels:
+        cache.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([sys.executable, "-m", "pip", "download", WHEEL, "--no-deps",
+                               "-d", str(cache), "-q"], capture_output=True, text=True)
+        wheels = sorted(cache.glob("seglearn-1.2.5-*.whl"))
+        if done.returncode != 0 or not wheels:
+            raise UserError(f"datasets.watch: could not fetch {WHEEL} from the package index "
+                            f"({done.stderr.strip()[-200:]}); set `file` to a copy of {MEMBER}")
+    return _read(wheels[0])
+
+
+def windows(recording: np.ndarray, window: int, step: int) -> np.ndarray:
+    """[w, 6, window]: every full window of a [n, 6] recording, `step` apart."""
+    starts = range(0, len(recording) - window + 1, step)
+    return np.stack([recording[s:s + window].T for s in starts]) if len(starts) else \
+        np.zeros((0, recording.shape[1], window))
+
+
+def test_recordings(subjects: np.ndarray, fraction: float, rng: np.random.Generator
+                    ) -> np.ndarray:
+    """[R] bool: `fraction` of each subject's recordings (at least one) held out for test."""
+    test = np.zeros(len(subjects), dtype=bool)
+    for subject in np.unique(subjects):
+        mine = rng.permutation(np.flatnonzero(subjects == subject))
+        test[mine[: max(1, round(fraction * len(mine)))]] = True
+    return test
+
+
+def from_recordings(raw: dict[str, Any], opts: WatchOptions) -> Dataset:
+    """The windows of every recording as a two-modality `Dataset` (module docstring)."""
+    subject_ids = np.asarray(raw["subject"])
+    subjects = np.unique(subject_ids, return_inverse=True)[1]
+    held = test_recordings(subjects, opts.test_fraction, np.random.default_rng(opts.split_seed))
+    cut = [windows(np.asarray(r, dtype=np.float64), opts.window, opts.step) for r in raw["X"]]
+    x = np.concatenate(cut)
+    count = [len(c) for c in cut]
+    recording = np.repeat(np.arange(len(cut)), count)
+    split = held[recording].astype(np.int8)
+    train = x[split == 0]
+    mean = train.mean(axis=(0, 2), keepdims=True)
+    std = train.std(axis=(0, 2), keepdims=True)
+    x = (x - mean) / np.where(std > 0, std, 1.0)
+    flat = np.concatenate([x[:, :3].reshape(len(x), -1), x[:, 3:].reshape(len(x), -1)], axis=1)
+    labels = [str(v) for v in raw.get("y_labels", [])]
+    return Dataset(
+        name="watch",
+        x=flat.astype(np.float32),
+        y=np.repeat(np.asarray(raw["y"], dtype=np.int64), count),
+        num_classes=len(labels) or int(np.max(raw["y"])) + 1,
+        groups=subjects[recording].astype(np.int64),
+        split=split,
+        modalities=MODALITIES,
+        modality_sizes=(3 * opts.window, 3 * opts.window),
+        extras={"recording": recording},
+        info={"source": f"{WHEEL}: {MEMBER} (sha256 {WATCH_SHA256[:12]}...)",
+              "classes": " ".join(labels)},
+    )
+
+
+def watch(opts: WatchOptions, rng: np.random.Generator) -> Dataset:
+    return from_recordings(locate(opts), opts)

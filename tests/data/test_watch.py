@@ -1,0 +1,79 @@
+"""The smartwatch recordings (seglearn's format, built here): windows, a split by recording,
+train-only standardisation, the checksum, and subjects as the modality scheme's clients."""
+
+import hashlib
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+from clusterfl.data import watch
+from clusterfl.errors import UserError
+from clusterfl.partition.clustered import ModalityOptions, modality
+
+
+def raw(lengths=(300, 200, 260, 130, 400, 250), seed=0) -> dict:
+    """Six recordings of 2 subjects in seglearn's layout: X [n_i, 6], y, subject, labels."""
+    rng = np.random.default_rng(seed)
+    return {"X": [rng.normal(i, 1.0 + i, (n, 6)) for i, n in enumerate(lengths)],
+            "y": np.array([0, 1, 2, 0, 1, 2]), "subject": np.array([7, 7, 7, 9, 9, 9]),
+            "y_labels": ["PEN", "ABD", "FEL"]}
+
+
+def test_windows_of_128_with_half_overlap_and_test_by_recording():
+    opts = watch.WatchOptions(test_fraction=0.34)
+    data = watch.from_recordings(raw(), opts)
+    # full windows of 128 every 64 readings: (n - 128) // 64 + 1 per recording
+    per = [(n - 128) // 64 + 1 for n in (300, 200, 260, 130, 400, 250)]
+    assert len(data.y) == sum(per) and data.x.shape[1] == 2 * 3 * 128
+    assert data.modalities == ("accelerometer", "gyroscope")
+    recording = data.extras["recording"]
+    for r in range(6):  # a recording is wholly train or wholly test
+        assert len(set(data.split[recording == r].tolist())) == 1
+    # one test recording per subject (round(0.34 x 3) = 1), the subjects renumbered 0, 1
+    test = {int(r) for r in np.unique(recording[data.split == 1])}
+    assert len(test) == 2 and {int(data.groups[recording == r][0]) for r in test} == {0, 1}
+    assert data.y.tolist() == np.repeat([0, 1, 2, 0, 1, 2], per).tolist()
+
+
+def test_channels_are_standardised_on_the_training_windows_alone():
+    data = watch.from_recordings(raw(), watch.WatchOptions(test_fraction=0.34))
+    channels = data.x.reshape(len(data.x), 6, 128)[data.split == 0]
+    np.testing.assert_allclose(channels.mean(axis=(0, 2)), 0.0, atol=1e-5)
+    np.testing.assert_allclose(channels.std(axis=(0, 2)), 1.0, atol=1e-4)
+    test = data.x.reshape(len(data.x), 6, 128)[data.split == 1]
+    assert abs(test.mean()) > 1e-3  # the test windows did not set the statistics
+
+
+def test_only_the_published_file_is_read(tmp_path, monkeypatch):
+    buffer = io.BytesIO()
+    np.save(buffer, raw(), allow_pickle=True)
+    fake = tmp_path / "watch_dataset.npy"
+    fake.write_bytes(buffer.getvalue())
+    with pytest.raises(UserError, match=r"is not watch_dataset\.npy.s"):
+        watch.locate(watch.WatchOptions(file=str(fake)))
+    wheel = tmp_path / "seglearn-1.2.5-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr(watch.MEMBER, buffer.getvalue())
+    # with this file's digest as the published one, both the file and the wheel read
+    monkeypatch.setattr(watch, "WATCH_SHA256", hashlib.sha256(buffer.getvalue()).hexdigest())
+    for source in (fake, wheel):
+        got = watch.locate(watch.WatchOptions(file=str(source)))
+        assert got["subject"].tolist() == [7, 7, 7, 9, 9, 9]
+    with pytest.raises(UserError, match="does not exist"):
+        watch.locate(watch.WatchOptions(file=str(tmp_path / "nowhere.npy")))
+
+
+def test_subjects_are_the_clients_of_their_modality_with_the_datasets_split():
+    data = watch.from_recordings(raw(), watch.WatchOptions(test_fraction=0.34))
+    part = modality(data, ModalityOptions(clients="subjects"), np.random.default_rng(3))
+    n = len(data.y)
+    assert sorted(part.cluster.tolist()) == [0, 1]  # one subject per modality
+    for k, (train, test) in enumerate(zip(part.train, part.test, strict=True)):
+        view, rows = train // n, train % n
+        assert set(view.tolist()) == {part.cluster[k]}
+        assert len(set(data.groups[rows].tolist())) == 1  # one subject
+        assert (data.split[rows] == 0).all() and (data.split[test % n] == 1).all()
+    with pytest.raises(UserError, match="clients: must be dirichlet or subjects"):
+        ModalityOptions(clients="people").validate("partitions.p.scheme")
