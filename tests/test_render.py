@@ -46,7 +46,8 @@ def test_a_suite_of_several_papers_gets_one_report_stage_per_paper_on_its_cells_
     results = [d for d in p5["deps"] if d.startswith("results/")]
     # 6 experiments x 5 algorithms, 4 x 4, and issue 37's ablations: 4 x 1 (SNCP's twin),
     # 4 x 3 (warm starts), 2 x 1 (Fig. 1(b)'s Q-hat) (suites/paper/params.yaml's P5 grid)
-    assert len(results) == 30 + 16 + 4 + 12 + 2 and all(d.startswith("results/paper/p5_") for d in results)
+    assert len(results) == 30 + 16 + 4 + 12 + 2
+    assert all(d.startswith("results/paper/p5_") for d in results)
     assert results[:2] == ["results/paper/p5_syn_unf/sncp", "results/paper/p5_syn_unf/kmeanspp"]
     assert [d for d in p5["deps"] if d.startswith("data/")] == [
         f"data/paper/partitions/{p}" for p in ("p5_syn_unf", "p5_syn_noniid",
