@@ -98,3 +98,25 @@ def test_rounds_check_compares_rounds_to_within_of_bs_final_objective() -> None:
     assert row.ours == ("e: within 2% of fedcgds's final objective after 4 ± 1 rounds "
                         "(fedcavg) vs 2 ± 0 (fedcgds); comparable: at most 2x")
     assert row.verdict == "within noise"  # 4 ± 1 against 2 x 2 = 4
+
+
+def test_every_claim_names_known_cells_and_its_ablations_run_in_a_suite() -> None:
+    # a typo in references.yaml would leave a claim "not run", or cite an ablation no suite
+    # runs (issue 37: a cause is an experiment the suite runs)
+    root = Path(__file__).resolve().parents[3]
+    params = yaml.safe_load(PAPER.params_file.read_text())
+    run: set[str] = set()
+    for suite in ("paper", "p5_reduced"):
+        grid = yaml.safe_load((root / "suites" / suite / "params.yaml").read_text())
+        for block in grid["suite"]["grid"]:
+            run |= set(block["experiments"]) | set(block["algorithms"])
+    for claim in yaml.safe_load(PAPER.references_file.read_text())["claims"]:
+        named = [*claim.get("experiments", []), *(e for p in claim.get("pairs", []) for e in p)]
+        assert set(named) <= set(params["experiments"]), claim["id"]
+        assert {claim["a"], claim["b"]} <= set(params["algorithms"]), claim["id"]
+        cause = claim.get("cause")
+        if isinstance(cause, dict):
+            assert set(cause["ablation"]) <= run, claim["id"]
+        elif cause is not None:
+            assert cause.startswith("genuine"), claim["id"]
+    assert {"p5_conv_syn_unf_n2000", "fedcgds_m10_warm", "fedcavg_qhat400"} <= run

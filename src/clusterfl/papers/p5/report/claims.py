@@ -8,7 +8,9 @@ kinds (references.yaml) and how each is read:
 - close: |mean a - mean b| within `tolerance` points: holds when it is, does not hold when
   it exceeds the tolerance by more than the spread, within noise otherwise;
 - cost: the numbers a uploads to come within `cost_within` (1 %) of the best final objective
-  of the two, per seed, below b's; a seed that never gets there counts its whole upload;
+  of the two, per seed, below b's; a seed that never gets there counts its whole upload. Its
+  spread is the larger std over seeds of the two costs (the seeds are initial points, so the
+  cost's spread is the noise a rerun would show; the target itself is one number per pair);
 - rounds: the rounds a needs to come within `within` (2 %) of b's final objective, per seed,
   at most `factor` times b's own ("comparable convergence"; the factor is ours).
 """
