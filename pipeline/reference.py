@@ -169,8 +169,10 @@ def render(params: SuiteConfig, paper: str, reference: Path, report: Path,
             tempfile.TemporaryDirectory() as tmp, \
             (nullcontext() if figures else placeholder_figures()), histories_read_once():
         written = Path(tmp) / "report"
+        # partial: a reference is a snapshot of one run; cells the suite gained since it
+        # are listed as missing in its results.md until the next `export` packs them
         stage.run(params, Console(stderr=True, quiet=True), results,
-                  reference / "partitions", written, paper_key=paper,
+                  reference / "partitions", written, partial=True, paper_key=paper,
                   location=location or report)
         with output_dir(report) as out:
             for name in REPORT_FILES:
