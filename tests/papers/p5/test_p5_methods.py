@@ -104,6 +104,27 @@ def test_sncp_run_follows_the_pure_continuation_rho_for_rho() -> None:
     assert all(r["upload_floats_total"] == 0 for r in history.records)
 
 
+def test_sncp_rounds_of_several_iterations_read_the_schedule_after_each_iteration() -> None:
+    # 4 rounds of 3 PALM iterations are the pure continuation's 12 iterations, rho for rho;
+    # reading eps once per round (objectives 3 iterations apart) would grow rho less often
+    ctx = problem(4)
+    hyper = CentralSncp.Hyper(grow_tol=0.5, stop_tol=1e-12, growth=3.0, iterations=3)
+    algorithm = CentralSncp(hyper, ctx)
+    history = algorithm.run()
+    w, h = start(ctx)
+    x = central_x(ctx.fed)
+    state, trace = continuation(lambda s: sncp_iteration(x, s, ctx.bounds, hyper.nu),
+                                lambda s: onmf.objective_parts(x, s.w, s.h),
+                                CentralState(w, ctx.fed.flat_h(h), hyper.rho),
+                                onmf.SncpSchedule(0.5, 1e-12, 3.0), 12, hyper.nu)
+    assert [r["rho"] for r in history.records] == pytest.approx(trace.rho[3::3], rel=1e-12)
+    assert [r["objective"] for r in history.records] == pytest.approx(trace.objective[3::3],
+                                                                      rel=1e-9)
+    assert algorithm.state.rho == pytest.approx(state.rho, rel=1e-12)
+    torch.testing.assert_close(algorithm.state.w, state.w)
+    assert len(set(trace.rho[3::3])) > 2  # the schedule did act within rounds
+
+
 def test_stop_rule_freezes_the_run_and_its_uploads() -> None:
     ctx = problem(3)
     hyper = FedCGds.Hyper(h_steps=1, w_steps=1, grow_tol=10.0, stop_tol=10.0)  # stops at once

@@ -120,3 +120,24 @@ def test_every_claim_names_known_cells_and_its_ablations_run_in_a_suite() -> Non
         elif cause is not None:
             assert cause.startswith("genuine"), claim["id"]
     assert {"p5_conv_syn_unf_n2000", "fedcgds_m10_warm", "fedcavg_qhat400"} <= run
+
+
+def test_cost_check_targets_one_percent_above_the_best_final_not_the_worse() -> None:
+    from clusterfl.papers.p5.report.claims import check
+
+    claim = {"id": "c", "check": "cost", "a": "m50", "b": "m100", "experiments": ["e"]}
+    # m50 settles 0.43 % above m100 (1.0043 vs 1.0) but is within 1 % of 1.0 (<= 1.01) after
+    # 20 numbers; m100 gets there after 50. The old target (the worse final, 1.0043) would
+    # take m50 to its end (40) and m100 to 50 as well.
+    traces = {("e", "m50"): [[(10, 3.0), (20, 1.009), (30, 1.006), (40, 1.0043)]] * 2,
+              ("e", "m100"): [[(25, 2.0), (50, 1.005), (75, 1.0)],
+                              [(25, 2.0), (50, 1.009), (75, 1.0)]]}
+    row = check(claim, {}, traces)
+    assert row.ours == ("e: within 1% of the best final objective (1.01) after 20 ± 0 (m50) "
+                        "vs 50 ± 0 (m100) numbers uploaded")
+    assert row.verdict == "holds"
+    # a run that never gets within 1 % counts its whole upload and is named
+    traces[("e", "m50")] = [[(10, 3.0), (40, 1.02)]] * 2
+    row = check(claim, {}, traces)
+    assert row.ours.endswith("after 40 ± 0 (m50) vs 50 ± 0 (m100) numbers uploaded; m50 "
+                             "never reached it in 2 seeds")
