@@ -22,7 +22,7 @@ def raw(lengths=(300, 200, 260, 130, 400, 250), seed=0) -> dict:
 
 
 def test_windows_of_128_with_half_overlap_and_test_by_recording():
-    opts = watch.WatchOptions(test_fraction=0.34)
+    opts = watch.WatchOptions(test_fraction=0.34, holdout="recording")
     data = watch.from_recordings(raw(), opts)
     # full windows of 128 every 64 readings: (n - 128) // 64 + 1 per recording
     per = [(n - 128) // 64 + 1 for n in (300, 200, 260, 130, 400, 250)]
@@ -35,6 +35,27 @@ def test_windows_of_128_with_half_overlap_and_test_by_recording():
     test = {int(r) for r in np.unique(recording[data.split == 1])}
     assert len(test) == 2 and {int(data.groups[recording == r][0]) for r in test} == {0, 1}
     assert data.y.tolist() == np.repeat([0, 1, 2, 0, 1, 2], per).tolist()
+
+
+def test_the_default_test_set_is_each_recordings_tail_cut_before_windowing():
+    lengths = (600, 520, 700, 450, 800, 640)
+    rec = raw(lengths)
+    data = watch.from_recordings(rec, watch.WatchOptions(test_fraction=0.25))
+    recording = data.extras["recording"]
+    for r, n in enumerate(lengths):
+        cut = round(0.75 * n)  # windows of the head [0, cut) train, of the tail [cut, n) test
+        head, tail = max(0, (cut - 128) // 64 + 1), max(0, (n - cut - 128) // 64 + 1)
+        assert (data.split[recording == r] == 0).sum() == head
+        assert (data.split[recording == r] == 1).sum() == tail
+    assert (data.split == 1).sum() == 1 + 1 + 1 + 0 + 2 + 1
+    # the raw windows: the 800-reading recording's test windows start at its cut, 600 and 664
+    x, recording, test = watch.split_windows(rec, np.array([0, 0, 0, 1, 1, 1]),
+                                             watch.WatchOptions(test_fraction=0.25))
+    got = x[(recording == 4) & test]
+    np.testing.assert_array_equal(got[0], rec["X"][4][600:728].T)
+    np.testing.assert_array_equal(got[1], rec["X"][4][664:792].T)
+    with pytest.raises(UserError, match="holdout: must be time or recording"):
+        watch.WatchOptions(holdout="subject").validate("datasets.watch")
 
 
 def test_channels_are_standardised_on_the_training_windows_alone():
@@ -77,3 +98,19 @@ def test_subjects_are_the_clients_of_their_modality_with_the_datasets_split():
         assert (data.split[rows] == 0).all() and (data.split[test % n] == 1).all()
     with pytest.raises(UserError, match="clients: must be dirichlet or subjects"):
         ModalityOptions(clients="people").validate("partitions.p.scheme")
+
+
+def test_every_test_exercise_keeps_a_training_recording_of_its_subject():
+    # the file's layout: 2 recordings (one per arm) of every (subject, exercise)
+    subjects = np.repeat([0, 1, 2], 8)
+    exercises = np.tile(np.repeat([0, 1, 2, 3], 2), 3)
+    for seed in range(40):
+        test = watch.test_recordings(subjects, exercises, 0.25, np.random.default_rng(seed))
+        for s in range(3):
+            held = exercises[test & (subjects == s)]
+            assert len(held) == 2 and len(set(held.tolist())) == 2  # round(0.25 x 8), distinct
+            kept = set(exercises[~test & (subjects == s)].tolist())
+            assert set(held.tolist()) <= kept
+    # a subject with every exercise once still gets its test recording
+    once = watch.test_recordings(np.zeros(3, int), np.arange(3), 0.25, np.random.default_rng(0))
+    assert once.sum() == 1

@@ -125,3 +125,23 @@ def test_the_default_suites_single_cell_gets_a_sentence_not_an_empty_claims_tabl
     assert header_only_tables(out.markdown) == []
     assert ("None of the paper's claims (Sec. 4: below_ifca_grad, lower_variance, "
             "initial_weights, sqrt_rate) can be checked on this suite's cells") in out.markdown
+
+
+def test_a_sweep_without_results_draws_no_legend_and_warns_nothing(tmp_path, monkeypatch):
+    import warnings
+
+    from matplotlib.axes import Axes
+
+    from clusterfl.papers.p4.report.plots import sweep_figure
+
+    legends = []
+    monkeypatch.setattr(Axes, "legend", lambda self, *a, **k: legends.append(self))
+    sweep = {1.0: [("e1", "pfl_tc")], 2.0: [("e2", "pfl_tc")]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sweep_figure("n", sweep, {("e1", "pfl_tc"): {"error": []},
+                                  ("e2", "pfl_tc"): {"error": []}}, tmp_path / "empty.png")
+        assert legends == []
+        sweep_figure("n", sweep, {("e1", "pfl_tc"): {"error": [1.0, 2.0]},
+                                  ("e2", "pfl_tc"): {"error": [0.5]}}, tmp_path / "full.png")
+        assert len(legends) == 1

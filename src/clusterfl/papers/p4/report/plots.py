@@ -73,5 +73,6 @@ def sweep_figure(name: str, sweep: Mapping[float, list[tuple[str, str]]], final:
             ax.errorbar(v, m, yerr=s, marker="o", capsize=3, label=alg)
     ax.set(xscale="log" if name.startswith("init") else "linear", yscale="log",
            xlabel=name, ylabel="final " + OPTIMUM_ERROR.label)
-    ax.legend(fontsize=7)
+    if ax.lines:  # a sweep none of whose cells has results yet draws empty axes, no legend
+        ax.legend(fontsize=7)
     save_figure(fig, path, f"P4 sweep {name}")
