@@ -56,7 +56,8 @@ def fig2_figure(sweep: Mapping[float, list[tuple[str, str]]], final: Finals,
         ticks = sorted(sweep)  # label the swept values alone: log minor labels overlap
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.xaxis.set_minor_formatter(plt.NullFormatter())
-        ax.legend(fontsize=7)
+        if ax.lines:  # no cell recorded this quantity: empty axes, no legend
+            ax.legend(fontsize=7)
     save_figure(fig, path, f"{title}: final error and gradient norm vs N/K")
 
 
