@@ -86,17 +86,23 @@ def test_fedcavg_run_equals_its_round_function() -> None:
         assert record["upload_floats"] == M * K * len(SIZES)
 
 
+def pure_continuation(ctx, hyper, iterations: int):
+    """[16]'s continuation run by itself from the algorithm's start, one PALM step at a time
+    (grow_tol 0.5, stop_tol 1e-12, growth 3): (final state, trace)."""
+    w, h = start(ctx)
+    x = central_x(ctx.fed)
+    return continuation(lambda s: sncp_iteration(x, s, ctx.bounds, hyper.nu),
+                        lambda s: onmf.objective_parts(x, s.w, s.h),
+                        CentralState(w, ctx.fed.flat_h(h), hyper.rho),
+                        onmf.SncpSchedule(0.5, 1e-12, 3.0), iterations, hyper.nu)
+
+
 def test_sncp_run_follows_the_pure_continuation_rho_for_rho() -> None:
     # grow_tol 0.5: rho grows in every round whose relative change is below 50%
     ctx = problem(6)
     hyper = CentralSncp.Hyper(grow_tol=0.5, stop_tol=1e-12, growth=3.0)
     history = CentralSncp(hyper, ctx).run()
-    w, h = start(ctx)
-    x = central_x(ctx.fed)
-    _, trace = continuation(lambda s: sncp_iteration(x, s, ctx.bounds, hyper.nu),
-                            lambda s: onmf.objective_parts(x, s.w, s.h),
-                            CentralState(w, ctx.fed.flat_h(h), hyper.rho),
-                            onmf.SncpSchedule(0.5, 1e-12, 3.0), 6, hyper.nu)
+    _, trace = pure_continuation(ctx, hyper, 6)
     assert [r["rho"] for r in history.records] == pytest.approx(trace.rho[1:], rel=1e-12)
     assert [r["objective"] for r in history.records] == pytest.approx(trace.objective[1:],
                                                                       rel=1e-9)
@@ -111,12 +117,7 @@ def test_sncp_rounds_of_several_iterations_read_the_schedule_after_each_iteratio
     hyper = CentralSncp.Hyper(grow_tol=0.5, stop_tol=1e-12, growth=3.0, iterations=3)
     algorithm = CentralSncp(hyper, ctx)
     history = algorithm.run()
-    w, h = start(ctx)
-    x = central_x(ctx.fed)
-    state, trace = continuation(lambda s: sncp_iteration(x, s, ctx.bounds, hyper.nu),
-                                lambda s: onmf.objective_parts(x, s.w, s.h),
-                                CentralState(w, ctx.fed.flat_h(h), hyper.rho),
-                                onmf.SncpSchedule(0.5, 1e-12, 3.0), 12, hyper.nu)
+    state, trace = pure_continuation(ctx, hyper, 12)
     assert [r["rho"] for r in history.records] == pytest.approx(trace.rho[3::3], rel=1e-12)
     assert [r["objective"] for r in history.records] == pytest.approx(trace.objective[3::3],
                                                                       rel=1e-9)
