@@ -9,8 +9,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def copy_pipeline(ws: Path, suites: tuple[str, ...] = ()) -> None:
-    """dvc.yaml, the package and the named `suites` into `ws` (no lock, caches or .gitignore
-    files), so that a test's `dvc repro` starts from nothing; the caller writes params.yaml.
+    """dvc.yaml, the package and the named `suites` into `ws` (no lock or .gitignore files),
+    so that a test's `dvc repro` starts from nothing; the caller writes params.yaml. The
+    bytecode comes along (copies keep their times, so it stays valid; DVC ignores it): the
+    workspace's first process need not compile the package again.
 
     Only the suites a test runs: every `dvc` command reads and checks the graph of every
     dvc.yaml in the repository, and the repository's 10 suites (about 400 stages) cost about
@@ -19,7 +21,7 @@ def copy_pipeline(ws: Path, suites: tuple[str, ...] = ()) -> None:
     (`dvc status` of a clone)."""
     for name in ("dvc.yaml", "pyproject.toml", ".dvcignore"):
         shutil.copy(ROOT / name, ws / name)
-    ignore = shutil.ignore_patterns("__pycache__", "dvc.lock", ".gitignore")
+    ignore = shutil.ignore_patterns("dvc.lock", ".gitignore")
     for name in ("src", "pipeline"):
         shutil.copytree(ROOT / name, ws / name, symlinks=True, ignore=ignore)
     (ws / "suites").mkdir()
