@@ -95,14 +95,19 @@ COMMANDS = {DATASET: [["partition", "p1_synthetic"], ["train", "p1_synthetic_mlr
             HISTORY: [["report", "--partial"], ["compare", "results", "results"]]}
 
 
+# Each file's commands run once, in real processes (the one line, exit 2 and no traceback
+# are the entry point's), with one kind of damage each; every kind of damage of every file
+# is the reader's error in `test_every_damage_of_every_file_is_its_readers_corrupt_file`.
+DAMAGE = {DATASET: _truncate, PARTITION: _garbage, HISTORY: _edit}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("damage", [_truncate, _garbage, _edit])
 @pytest.mark.parametrize("name", [DATASET, PARTITION, HISTORY])
-def test_a_damaged_file_is_one_line_naming_it_and_its_rebuild(trained, tmp_path, name, damage):
+def test_a_damaged_file_is_one_line_naming_it_and_its_rebuild(trained, tmp_path, name):
     ws = tmp_path / "ws"
     shutil.copytree(trained, ws)
     runs = _runs(ws)
-    damage(ws / name)
+    DAMAGE[name](ws / name)
     before = _snapshot(ws, name)
     for args in COMMANDS[name]:
         if args[0] == "compare":  # takes no -p
@@ -117,6 +122,23 @@ def test_a_damaged_file_is_one_line_naming_it_and_its_rebuild(trained, tmp_path,
         assert lines[0].endswith(f"; rebuild it with `{REBUILD[name]}`"), lines[0]
     assert _snapshot(ws, name) == before  # no output touched, none half-written
     assert _runs(ws) == runs and all(status != "RUNNING" for _, status in runs)
+
+
+@pytest.mark.parametrize("damage", [_truncate, _garbage, _edit])
+@pytest.mark.parametrize("name", [DATASET, PARTITION, HISTORY])
+def test_every_damage_of_every_file_is_its_readers_corrupt_file(trained, tmp_path, name,
+                                                                 damage):
+    from clusterfl.data.dataset import load_dataset
+    from clusterfl.partition.base import load_partition
+
+    read = {DATASET: load_dataset, PARTITION: load_partition, HISTORY: load_history_json}[name]
+    path = tmp_path / Path(name).name
+    shutil.copy(trained / name, path)
+    read(path)  # the intact copy reads
+    damage(path)
+    with pytest.raises(CorruptFile) as caught:
+        read(path)
+    assert Path(caught.value.path) == path
 
 
 def test_read_npz_checks_format_checksum_and_dtypes(tmp_path):
