@@ -25,8 +25,10 @@ def _start(tmp_path: Path, port: int) -> subprocess.Popen:
                         timeout=120)
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """One server for the module (a start is ~15 s of CPU); each test its own experiment."""
+    tmp_path = tmp_path_factory.mktemp("server")
     port = free_port()
     proc = _start(tmp_path, port)
     try:
@@ -35,7 +37,8 @@ def server(tmp_path):
         stop_server(proc)
 
 
-def _workspace(tmp_path: Path, data: Path | None = None, rounds: int = 4) -> Path:
+def _workspace(tmp_path: Path, data: Path | None = None, rounds: int = 4,
+               experiment: str = "server-test") -> Path:
     """A tiny default suite (one seed, `rounds` rounds, 6 clients) in `tmp_path / "ws"`, with
     a copy of the `data` folder (its dataset and partition) when given."""
     ws = tmp_path / "ws"
@@ -43,7 +46,7 @@ def _workspace(tmp_path: Path, data: Path | None = None, rounds: int = 4) -> Pat
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["suite"].update(seeds=[0], training={"rounds": rounds})
     params["datasets"]["p1_synthetic"].update(clients_per_cluster=2, max_size=120)
-    params["tracking"] = {"experiment": "server-test"}
+    params["tracking"] = {"experiment": experiment}
     (ws / "params.yaml").write_text(yaml.safe_dump(params))
     if data is not None:
         shutil.copytree(data, ws / "data")
@@ -90,13 +93,13 @@ def test_train_logs_per_round_metrics_to_the_server(server, data, tmp_path):
     assert len(client.search_runs([exp.experiment_id])) == len(runs)
 
 
-def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(data, tmp_path):
-    """Server down: the cell trains, warns once, writes its history. Server up: the next
-    stage (report) logs the parent and the seed run with every round's metrics; a replay
-    after it logs nothing."""
-    ws = _workspace(tmp_path, data, rounds=3)
-    port = free_port()
-    uri = f"http://127.0.0.1:{port}"
+def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(data, tmp_path,
+                                                                          server):
+    """Server down (a port nothing listens on): the cell trains, warns once, writes its
+    history. Server up (the store the user points at next): the next stage (report) logs
+    the parent and the seed run with every round's metrics; a replay after it logs nothing."""
+    ws = _workspace(tmp_path, data, rounds=3, experiment="server-down-test")
+    uri = f"http://127.0.0.1:{free_port()}"
     start = time.monotonic()
     proc = _cli(ws, uri, "train", "p1_synthetic_mlr", "pfedkm_k4")
     assert proc.returncode == 0, proc.stderr
@@ -111,33 +114,30 @@ def test_a_server_that_is_down_costs_one_warning_and_the_replay_logs_once(data, 
     assert down.returncode == 2 and down.stderr.count("\n") == 1
     assert "MLflow store unreachable ([Errno 111] Connection refused)" in down.stderr
 
-    server = _start(tmp_path, port)
-    try:
-        first = _cli(ws, uri, "report", "--partial")  # the next stage that reaches it
-        assert first.returncode == 0, first.stderr
-        assert "1 of 1 cells logged" in first.stderr
-        second = _cli(ws, uri, "track", "--replay")
-        assert second.returncode == 0, second.stderr
-        assert "0 of 1 cells logged" in second.stderr and "1 were there already" in second.stderr
+    uri = server  # the store is up now
+    first = _cli(ws, uri, "report", "--partial")  # the next stage that reaches it
+    assert first.returncode == 0, first.stderr
+    assert "1 of 1 cells logged" in first.stderr
+    second = _cli(ws, uri, "track", "--replay")
+    assert second.returncode == 0, second.stderr
+    assert "0 of 1 cells logged" in second.stderr and "1 were there already" in second.stderr
 
-        from mlflow.tracking import MlflowClient
+    from mlflow.tracking import MlflowClient
 
-        client = MlflowClient(uri)
-        exp = client.get_experiment_by_name("server-test")
-        runs = client.search_runs([exp.experiment_id], filter_string="tags.stage = 'train'")
-        assert sorted(r.info.run_name for r in runs) == [
-            "p1_synthetic_mlr/pfedkm_k4", "p1_synthetic_mlr/pfedkm_k4/seed0"]
-        assert all(r.info.status == "FINISHED" for r in runs)
-        child = next(r for r in runs if r.info.run_name.endswith("seed0"))
-        logged = client.get_metric_history(child.info.run_id, "test_acc")
-        assert [(m.step, m.value) for m in logged] == [
-            (r["round"], r["test_acc"]) for r in history["records"]]
-        logs = ws / "logs/default/p1_synthetic_mlr/pfedkm_k4"  # timings: outside the DVC out
-        timings = json.loads((logs / "seed0/timings.json").read_text())["records"]
-        seconds = client.get_metric_history(child.info.run_id, "kmeans_seconds")
-        assert [m.value for m in seconds] == [t["kmeans_seconds"] for t in timings]
-        parent = next(r for r in runs if r.info.run_name == "p1_synthetic_mlr/pfedkm_k4")
-        assert parent.data.metrics["last_test_acc"] == history["records"][-1]["test_acc"]
-        assert parent.data.params["algorithm.method"] == "pfedkm"
-    finally:
-        stop_server(server)
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("server-down-test")
+    runs = client.search_runs([exp.experiment_id], filter_string="tags.stage = 'train'")
+    assert sorted(r.info.run_name for r in runs) == [
+        "p1_synthetic_mlr/pfedkm_k4", "p1_synthetic_mlr/pfedkm_k4/seed0"]
+    assert all(r.info.status == "FINISHED" for r in runs)
+    child = next(r for r in runs if r.info.run_name.endswith("seed0"))
+    logged = client.get_metric_history(child.info.run_id, "test_acc")
+    assert [(m.step, m.value) for m in logged] == [
+        (r["round"], r["test_acc"]) for r in history["records"]]
+    logs = ws / "logs/default/p1_synthetic_mlr/pfedkm_k4"  # timings: outside the DVC out
+    timings = json.loads((logs / "seed0/timings.json").read_text())["records"]
+    seconds = client.get_metric_history(child.info.run_id, "kmeans_seconds")
+    assert [m.value for m in seconds] == [t["kmeans_seconds"] for t in timings]
+    parent = next(r for r in runs if r.info.run_name == "p1_synthetic_mlr/pfedkm_k4")
+    assert parent.data.metrics["last_test_acc"] == history["records"][-1]["test_acc"]
+    assert parent.data.params["algorithm.method"] == "pfedkm"
