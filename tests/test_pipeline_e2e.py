@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.workspace import copy_pipeline, grid, render
+from tests.workspace import cli_in_process, copy_pipeline, grid, render
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(os.environ.get("VIRTUAL_ENV", ROOT / ".venv")) / "bin"
@@ -163,8 +163,8 @@ def test_after_dvc_repro_a_seed_trained_by_hand_leaves_plan_nothing_to_train(wor
 
     whole = files()
     assert "seed1/history.json" in whole
-    _sh([str(BIN / "clusterfl"), "train", "p1_synthetic_mlr", "fedavg", "--seed", "0",
-         "--no-track"], ws, env)
+    cli_in_process(ws, "train", "p1_synthetic_mlr", "fedavg", "--seed", "0", "--no-track",
+                   params=None, env={"CLUSTERFL_THREADS": "1"})
     proc = subprocess.run([str(BIN / "clusterfl"), "plan", "--json", "--no-probe"], cwd=ws,
                           env={k: v for k, v in env.items() if k != "CLUSTERFL_JOBS"},
                           capture_output=True, text=True, timeout=600)
