@@ -19,15 +19,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # in brackets), then the other files with `slow` tests, then the rest, whose many short tests
 # fill the end evenly. A new long file: add it here, or mark its tests `slow`.
 LONGEST_FIRST = (
-    "tests/test_pipeline_e2e.py",       # 268 s: dvc repro of 6 cells, then 3 more reruns
-    "tests/test_benchmark_e2e.py",      # 189
-    "tests/test_corrupt_files.py",      # 112
+    "tests/test_pipeline_e2e.py",       # 240 s: dvc repro of 3 cells, then 5 more runs of DVC
+    "tests/test_benchmark_e2e.py",      # 135
     "tests/test_ray_sweep.py",          # 104 (partly on both cores)
-    "tests/test_mlflow_server.py",      # 102
-    "tests/test_browser.py",            # skipped without Chromium
+    "tests/test_browser.py",            # 77 (skipped without Chromium)
+    "tests/test_mlflow_server.py",      # 77
     "tests/test_p1_sweep_dvc.py",       # 75
     "tests/test_toy_paper_training.py",  # 55
     "tests/test_fresh_clone.py",        # 46
+    "tests/test_corrupt_files.py",      # 45
     "tests/test_checkpoints.py",        # 36
     "tests/test_kill_resume.py",        # 36
     "tests/test_config_errors.py",      # 33
