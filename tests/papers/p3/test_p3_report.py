@@ -134,3 +134,23 @@ def test_no_claims_table_without_the_claims_methods() -> None:
     finals = {"mmfl_lr0_01": {"test_acc": [0.5], "test_acc_a": [0.5]}}
     assert claims_section(finals, ["a"], {}, "e") == [
         "No claim of Sec. 3.2 has all its methods among `e`'s cells."]
+
+
+def test_fl_against_standalone_is_checked_at_every_rate_both_ran_at() -> None:
+    from clusterfl.papers.p3.report.claims import check, rate_pairs
+
+    def cell(acc: float, gyro: float) -> dict[str, list[float]]:
+        return {"test_acc": [(acc + gyro) / 2] * 2, "test_acc_accelerometer": [acc] * 2,
+                "test_acc_gyroscope": [gyro] * 2}
+
+    finals = {"unimodal_fl": cell(0.3, 0.2), "standalone": cell(0.4, 0.3),
+              "unimodal_fl_lr0_1": cell(0.8, 0.7), "standalone_lr0_1": cell(0.6, 0.5),
+              "unimodal_fl_lr0_3": cell(0.9, 0.9)}  # no standalone at 0.3: no pair
+    assert rate_pairs(finals, "unimodal_fl", "standalone") == [
+        ("unimodal_fl", "standalone"), ("unimodal_fl_lr0_1", "standalone_lr0_1")]
+    rows = [r for r in check(finals, ["accelerometer", "gyroscope"])
+            if r.claim_id == "fl_beats_standalone"]
+    assert [r.verdict for r in rows] == ["does not hold", "holds"]
+    assert rows[0].ours.startswith("accelerometer: FL 30.00 ± 0.00 vs standalone 40.00")
+    assert rows[1].ours.startswith("unimodal_fl_lr0_1 vs standalone_lr0_1: accelerometer: "
+                                   "FL 80.00 ± 0.00 vs standalone 60.00")

@@ -24,6 +24,14 @@ def fixed_rates(finals: Finals) -> list[str]:
     return sorted((a for a in finals if a.startswith(FIXED_PREFIX)), key=rate, reverse=True)
 
 
+def rate_pairs(finals: Finals, first: str, second: str) -> list[tuple[str, str]]:
+    """(first, second) at the schedule's rate, then at every fixed rate both ran at
+    (`<name>_lr0_1`: the ablations that train the rate-free baselines at another rate)."""
+    rates = sorted(name[len(first):] for name in finals if name.startswith(first + "_lr"))
+    return [(first, second)] + [(first + r, second + r) for r in rates
+                                if second + r in finals]
+
+
 def _cmp(finals: Finals, winner: str, loser: str, metric: str) -> Gap:
     """'winner beats loser' on `metric`, in points."""
     return gap([100 * v for v in finals[winner][metric]],
@@ -42,11 +50,13 @@ def check(finals: Finals, modalities: list[str]) -> list[ClaimRow]:
         values = finals[alg][metric]
         return f"{100 * np.mean(values):.2f} ± {100 * np.std(values):.2f}"
 
-    if have("unimodal_fl", "standalone"):
-        gaps = [_cmp(finals, "unimodal_fl", "standalone", k) for k in per_mod]
-        text = "; ".join(f"{m}: FL {mean('unimodal_fl', k)} vs standalone "
-                         f"{mean('standalone', k)}" for m, k in zip(modalities, per_mod,
-                                                                     strict=True))
+    for fl, alone in rate_pairs(finals, "unimodal_fl", "standalone"):
+        if not have(fl, alone):
+            continue
+        gaps = [_cmp(finals, fl, alone, k) for k in per_mod]
+        rate = f"{fl} vs {alone}: " if fl != "unimodal_fl" else ""
+        text = rate + "; ".join(f"{m}: FL {mean(fl, k)} vs standalone {mean(alone, k)}"
+                                for m, k in zip(modalities, per_mod, strict=True))
         rows.append(ClaimRow("fl_beats_standalone", text, decide(gaps)))
     fixed = [f for f in fixed_rates(finals) if have(f)]
     if have("mmfl") and fixed:
