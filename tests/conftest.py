@@ -1,5 +1,6 @@
 """Shared fixtures: the repository root and a tiny federated problem."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +10,12 @@ import torch
 from clusterfl.engine import ClientData
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Every `dvc` command the tests run (about 40) otherwise collects the machine's details and
+# leaves a daemon behind that imports DVC to send them (measured: 43 daemons, 17 s of CPU of
+# a `make test` on 2 cores; and no network here to send them to). The tests' subprocesses
+# inherit this from the worker's environment.
+os.environ["DVC_NO_ANALYTICS"] = "1"
 
 
 # `make test` runs the files on 2 workers (-n 2 --dist loadfile --no-loadscope-reorder): a
