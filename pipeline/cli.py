@@ -197,11 +197,23 @@ def tune(
               threads=threads, device=resolve_device(device))
 
 
+PaperOpt = Annotated[str | None, typer.Option(
+    help="Only this paper's cells of the suite (e.g. p5).")]
+PlanJobsOpt = Annotated[int | None, typer.Option(
+    help="Seeds trained at once, >= 1 (CLUSTERFL_JOBS of the repro; default: CLUSTERFL_JOBS "
+         "or 1).")]
+ProbeOpt = Annotated[bool, typer.Option(
+    help="Time a cell without timings in logs/ by training 2 rounds of its first seed "
+         "(cached in logs/<suite>/probes.json); --no-probe runs no new probe (a cell "
+         "with neither timings nor a cached probe shows as unknown).")]
+
+
 @app.command()
 @user_errors
 def sweep(
     suite: SuiteOpt = "default",
     params: ParamsOpt = None,
+    paper: PaperOpt = None,
     executor: Annotated[str, typer.Option(
         help="ray (local Ray, or the cluster at --address / RAY_ADDRESS), process (worker "
              "processes here) or serial (one seed after another in this process).")] = "ray",
@@ -221,8 +233,9 @@ def sweep(
     device: DeviceOpt = "cpu",
     track: Annotated[bool, typer.Option(help="Log the runs to MLflow.")] = True,
 ) -> None:
-    """Train every out-of-date cell of the suite on one pool of seed tasks and record them in
-    dvc.lock (`dvc repro` then runs only the report). Exit 1 if a cell failed."""
+    """Train every out-of-date cell of the suite (with --paper, of that paper alone) on one
+    pool of seed tasks and record them in dvc.lock (`dvc repro` then runs only the report).
+    Exit 1 if a cell failed."""
     from clusterfl.executors import choose_executor
     from pipeline import sweep as stage
 
@@ -230,7 +243,7 @@ def sweep(
     pool, device = choose_executor(executor, cpus=cpus, device=device, address=address,
                                    cpus_per_task=cpus_per_task, gpus_per_task=gpus_per_task,
                                    retries=retries)
-    status = stage.run(path, pool, console, device=device, track=track)
+    status = stage.run(path, pool, console, device=device, track=track, paper=paper)
     if status:
         raise typer.Exit(status)
 
@@ -295,15 +308,6 @@ def _suite_name(command: str, positional: str | None, option: str | None,
                   f"deprecated and will be removed in the next release; use `clusterfl "
                   f"{command} --suite {positional}`", highlight=False, soft_wrap=True)
     return positional
-PaperOpt = Annotated[str | None, typer.Option(
-    help="Only this paper's cells of the suite (e.g. p5).")]
-PlanJobsOpt = Annotated[int | None, typer.Option(
-    help="Seeds trained at once, >= 1 (CLUSTERFL_JOBS of the repro; default: CLUSTERFL_JOBS "
-         "or 1).")]
-ProbeOpt = Annotated[bool, typer.Option(
-    help="Time a cell without timings in logs/ by training 2 rounds of its first seed "
-         "(cached in logs/<suite>/probes.json); --no-probe runs no new probe (a cell "
-         "with neither timings nor a cached probe shows as unknown).")]
 
 
 def _jobs(jobs: int | None) -> int:

@@ -56,6 +56,15 @@ def stale_stages(dvcfile: Path) -> set[str]:
         return {name.rsplit(":", 1)[-1] for name in repo.status(targets=[str(dvcfile)])}
 
 
+def _prepares(stage: str, cells: list[Cell], params: SuiteConfig) -> bool:
+    """Whether a `download@<dataset>` / `partition@<partition>` stage feeds one of `cells`."""
+    kind, key = stage.split("@", 1)
+    partitions = {params.experiment(c.experiment).partition for c in cells}
+    if kind == "partition":
+        return key in partitions
+    return key in {params.partition(p)["dataset"] for p in partitions}
+
+
 def _target(dvcfile: Path, stage: str) -> str:
     return stage if dvcfile == Path("dvc.yaml") else f"{dvcfile}:{stage}"
 
@@ -108,22 +117,26 @@ def run_cells(cells: list[Cell], params_path: Path, executor: Executor | None,
 
 
 def run(params_path: Path, executor: Executor | None, console: Console, device: str = "cpu",
-        track: bool = True) -> int:
-    """The sweep; returns the exit status (1 when a cell failed)."""
+        track: bool = True, paper: str | None = None) -> int:
+    """The sweep (of `paper`'s cells alone if given); returns the exit status (1 when a cell
+    failed)."""
     params = load_params(params_path)
+    mine = params.paper_cells(paper)  # an unknown paper: one line, before DVC is asked
     dvcfile = dvc_file(params)
     if not dvcfile.exists():
         raise UserError(f"{dvcfile}: missing; run `clusterfl sweep` in the repository root")
-    prepare = sorted(s for s in stale_stages(dvcfile) if s.startswith(PREPARE))
+    prepare = sorted(s for s in stale_stages(dvcfile) if s.startswith(PREPARE)
+                     and (paper is None or _prepares(s, mine, params)))
     if prepare:
         console.print(f"sweep: dvc repro {' '.join(prepare)}")
         with _dvc("repro") as repo:
             repo.reproduce(targets=[_target(dvcfile, s) for s in prepare])
     stale = stale_stages(dvcfile)
-    cells = [c for c in params.cells if f"train@{c.name}" in stale]
+    cells = [c for c in mine if f"train@{c.name}" in stale]
     seeds = len(params.seeds)
-    console.print(f"sweep: suite {params.suite!r}: {len(cells)} of {len(params.cells)} cells "
-                  f"out of date, {len(cells) * seeds} seed runs")
+    scope = f"suite {params.suite!r}" + (f", paper {paper!r}" if paper else "")
+    console.print(f"sweep: {scope}: {len(cells)} of {len(mine)} cells out of date, "
+                  f"{len(cells) * seeds} seed runs")
     start = time.monotonic()
     outcomes = run_cells(cells, params_path, executor, console, device, track)
     console.print(f"sweep: trained in {time.monotonic() - start:.1f} s")

@@ -58,6 +58,28 @@ def test_the_default_test_set_is_each_recordings_tail_cut_before_windowing():
         watch.WatchOptions(holdout="subject").validate("datasets.watch")
 
 
+def test_the_validation_view_scores_the_span_before_the_test_tail_and_never_reads_it():
+    rec = raw((800, 640, 600, 520, 700, 450))
+    opts = watch.WatchOptions(test_fraction=0.25, validation_fraction=0.2)
+    x, recording, scored = watch.split_windows(rec, np.array([0, 0, 0, 1, 1, 1]), opts)
+    # the 800-reading recording: training [0, 440), validation [440, 600), the tail [600, 800)
+    # left out: 5 training windows (starting at 0, 64, ..., 256), 1 validation window at 440
+    assert (recording == 0).sum() == (440 - 128) // 64 + 1 + 1
+    np.testing.assert_array_equal(x[(recording == 0) & scored][0], rec["X"][0][440:568].T)
+    assert not any(np.array_equal(w, rec["X"][0][600:728].T) for w in x[recording == 0])
+    assert x[(recording == 0) & ~scored].max() <= rec["X"][0][:440].max()  # from the head only
+    # a test tail changed beyond recognition changes nothing in the view
+    changed = {**rec, "X": [r.copy() for r in rec["X"]]}
+    for r in changed["X"]:
+        r[round(0.75 * len(r)):] = 1e6
+    np.testing.assert_array_equal(watch.from_recordings(changed, opts).x,
+                                  watch.from_recordings(rec, opts).x)
+    with pytest.raises(UserError, match="validation_fraction: needs holdout: time"):
+        watch.WatchOptions(holdout="recording", validation_fraction=0.2).validate("datasets.w")
+    with pytest.raises(UserError, match=r"must be in \[0, 1 - test_fraction\)"):
+        watch.WatchOptions(test_fraction=0.5, validation_fraction=0.5).validate("datasets.w")
+
+
 def test_channels_are_standardised_on_the_training_windows_alone():
     data = watch.from_recordings(raw(), watch.WatchOptions(test_fraction=0.34))
     channels = data.x.reshape(len(data.x), 6, 128)[data.split == 0]

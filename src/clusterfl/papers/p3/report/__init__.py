@@ -16,6 +16,7 @@ import numpy as np
 from clusterfl.engine.losses import LOSSES
 from clusterfl.papers.p3.report.claims import claims_section, fixed_rates
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
+from clusterfl.papers.p3.report.selection import Selection, select, selection_table
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
 from clusterfl.reports.runs import by_experiment, read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
@@ -97,6 +98,23 @@ def paper_rows(refs: Mapping[str, Any], group: Mapping[str, str]
     return rows, str(ref["source"])
 
 
+def rate_selection(report: ReportInput, exp: str, read: Mapping[str, Any]
+                   ) -> tuple[Selection | None, list[str]]:
+    """`exp`'s rates chosen on its validation experiment (references.yaml `rate_selection`,
+    `selection.py`) and the Markdown that shows them; (None, []) where it names none."""
+    spec = (report.references.get("rate_selection") or {}).get(exp)
+    if not spec:
+        return None, []
+    validation = str(spec["validation"])
+    if validation not in read:
+        return None, [f"Rates not yet chosen: the validation experiment `{validation}` has not "
+                      "run, so the claims below compare the rates the suite ran.", ""]
+    grids = {cell: tuple(report.params.algorithm(cell).hyper.rates)
+             for cell in spec.get("grids", [])}
+    selection = select(validation, read[validation][3], spec["families"], grids)
+    return selection, [*selection_table(selection), ""]
+
+
 def build(report: ReportInput) -> ReportOutput:
     parts: list[str] = []
     figures: list[Path] = []
@@ -108,7 +126,9 @@ def build(report: ReportInput) -> ReportOutput:
         if curves:
             finals = {a: {k: v[:, -1].tolist() for k, v in c.items()} for a, c in curves.items()}
             read[exp] = (curves, selected, modalities, finals)
-    groups = loss_groups([report.params.experiment(e) for e in read])
+    validations = {str(spec["validation"]) for spec in
+                   (report.references.get("rate_selection") or {}).values()}
+    groups = loss_groups([report.params.experiment(e) for e in read if e not in validations])
     for group in groups:  # Table 1's shape: one setup under several losses
         if len(group) < 2:
             continue
@@ -124,6 +144,11 @@ def build(report: ReportInput) -> ReportOutput:
                   ""]
     for exp, (curves, selected, modalities, finals) in read.items():
         experiment = report.params.experiment(exp)
+        if exp in validations:  # scored on validation data: no claims, no figures
+            parts += [f"### {experiment.title}", "", "Final round, validation split, mean ± "
+                      "std over seeds (what the rates below are chosen on):", "",
+                      *experiment_table(finals, modalities, {}), ""]
+            continue
         loss = loss_of(experiment)
         group = next(g for g in groups if g.get(loss) == exp)
         paper, source = paper_rows(refs, group)
@@ -135,7 +160,9 @@ def build(report: ReportInput) -> ReportOutput:
                                     {k: v[loss] for k, v in paper.items() if loss in v}), ""]
         figures += draw_figures(curves, finals, selected, modalities, experiment.title,
                                 report.figures, exp)
-        parts += ["", *claims_section(finals, modalities, report.references, exp), ""]
+        selection, shown = rate_selection(report, exp, read)
+        parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
+                                               selection), ""]
         metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
                     for a, f in finals.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)

@@ -4,6 +4,10 @@ Everything compares the final round's test accuracy over seeds (per modality whe
 is per modality), by the shared rule (`clusterfl.reports.verdicts`): "holds" when every
 comparison goes the claim's way by more than the seeds' spread, "does not hold" when one goes
 against it by more, "within noise" otherwise.
+
+With a `Selection` (rates chosen on a validation experiment, `selection.py`), the first row
+of each claim compares every method at its picked rate and mmFL with the grid that brackets
+the picked fixed rate; the rows after it are the ablations at the other rates run.
 """
 
 from collections.abc import Mapping
@@ -11,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.reports.verdicts import ClaimRow, Gap, claims_table, decide, gap
+from clusterfl.papers.p3.report.selection import Selection
+from clusterfl.reports.verdicts import NOT_RUN, ClaimRow, Gap, claims_table, decide, gap
 
 Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final per seed
 FIXED_PREFIX = "mmfl_lr"  # multimodal FL at one fixed rate: mmfl_lr0_1, mmfl_lr0_01, ...
@@ -38,8 +43,10 @@ def _cmp(finals: Finals, winner: str, loser: str, metric: str) -> Gap:
                [100 * v for v in finals[loser][metric]])
 
 
-def check(finals: Finals, modalities: list[str]) -> list[ClaimRow]:
-    """A row for each claim whose algorithms all ran."""
+def check(finals: Finals, modalities: list[str], selection: Selection | None = None
+          ) -> list[ClaimRow]:
+    """A row for each claim whose algorithms all ran; with `selection`, first the row at the
+    rates it picked (module docstring)."""
     rows = []
     per_mod = [f"test_acc_{m}" for m in modalities]
 
@@ -50,19 +57,50 @@ def check(finals: Finals, modalities: list[str]) -> list[ClaimRow]:
         values = finals[alg][metric]
         return f"{100 * np.mean(values):.2f} ± {100 * np.std(values):.2f}"
 
-    for fl, alone in rate_pairs(finals, "unimodal_fl", "standalone"):
+    def unrun(claim: str, cells: list[str | None], why: str) -> bool:
+        """A 'not run' row when a picked cell has no test run (True), else False."""
+        missing = [c for c in cells if c is None or not have(c)]
+        if missing:
+            rows.append(ClaimRow(claim, f"{why}: no test cell {', '.join(map(str, missing))}"
+                                 " - add it to the suite's grid", NOT_RUN))
+        return bool(missing)
+
+    pairs = rate_pairs(finals, "unimodal_fl", "standalone")
+    chosen = None  # the pair at the rates picked on validation
+    if selection is not None:
+        fl, alone = selection.cell("unimodal_fl"), selection.cell("standalone")
+        if not unrun("fl_beats_standalone", [fl, alone], f"rates picked on "
+                     f"{selection.validation}"):
+            chosen = (str(fl), str(alone))
+            pairs = [chosen] + [p for p in pairs if p != chosen]
+    for fl, alone in pairs:
         if not have(fl, alone):
             continue
         gaps = [_cmp(finals, fl, alone, k) for k in per_mod]
         rate = f"{fl} vs {alone}: " if fl != "unimodal_fl" else ""
+        if selection is not None and (fl, alone) == chosen:
+            rate = (f"at the rates picked on {selection.validation} (FL "
+                    f"{selection.describe('unimodal_fl')}, standalone "
+                    f"{selection.describe('standalone')}): ")
         text = rate + "; ".join(f"{m}: FL {mean(fl, k)} vs standalone {mean(alone, k)}"
                                 for m, k in zip(modalities, per_mod, strict=True))
         rows.append(ClaimRow("fl_beats_standalone", text, decide(gaps)))
     fixed = [f for f in fixed_rates(finals) if have(f)]
-    if have("mmfl") and fixed:
-        gaps = [_cmp(finals, "mmfl", f, "test_acc") for f in fixed]
-        text = f"mmfl {mean('mmfl', 'test_acc')}; " + ", ".join(
+    metas = ["mmfl"]
+    if selection is not None:
+        grid = selection.grid
+        if not unrun("meta_beats_fixed", [grid], f"the grid bracketing the fixed rate picked "
+                     f"on {selection.validation}"):
+            metas = [str(grid)] + (["mmfl"] if grid != "mmfl" else [])
+    for meta in metas:
+        if not (have(meta) and fixed):
+            continue
+        gaps = [_cmp(finals, meta, f, "test_acc") for f in fixed]
+        text = f"{meta} {mean(meta, 'test_acc')}; " + ", ".join(
             f"{f} {mean(f, 'test_acc')}" for f in fixed)
+        if selection is not None and meta == selection.grid:
+            text = (f"grid around the fixed rate picked on {selection.validation} "
+                    f"({selection.describe('mmfl')}): " + text)
         rows.append(ClaimRow("meta_beats_fixed", text, decide(gaps)))
     if have("mmfl", "unimodal_meta_fl"):
         gaps = [_cmp(finals, "mmfl", "unimodal_meta_fl", k) for k in per_mod]
@@ -70,22 +108,30 @@ def check(finals: Finals, modalities: list[str]) -> list[ClaimRow]:
                          f"{mean('unimodal_meta_fl', k)}" for m, k in zip(modalities, per_mod,
                                                                           strict=True))
         rows.append(ClaimRow("mmfl_beats_unimodal_meta", text, decide(gaps)))
-    # the compared methods, not mmFL's own variants (mmfl_rest, mmfl_per_modality, ...)
+    # the compared methods, not mmFL's own variants (mmfl_rest, mmfl_per_modality, ...); with
+    # a selection, each family at its picked rate
+    meta = metas[0]
     others = [a for a in finals if have(a) and a != "mmfl"
               and (not a.startswith("mmfl") or a.startswith(FIXED_PREFIX))]
-    if have("mmfl") and others:
-        gaps = [_cmp(finals, "mmfl", a, "test_acc") for a in others]
+    if selection is not None:
+        picked = [selection.cell(f) for f in selection.picks]
+        others = [a for a in picked if a and have(a)] + [
+            a for a in others if not any(a.startswith(f) for f in selection.picks)]
+    if have(meta) and others:
+        gaps = [_cmp(finals, meta, a, "test_acc") for a in others]
         best = max(others, key=lambda a: np.mean(finals[a]["test_acc"]))
-        text = (f"mmfl {mean('mmfl', 'test_acc')}; best other {best} "
+        text = (f"{meta} {mean(meta, 'test_acc')}; best other {best} "
                 f"{mean(best, 'test_acc')} (gap {min(g.diff for g in gaps):+.2f} points; "
                 "paper: about +7.18)")
+        if selection is not None:
+            text = f"each method at its rate picked on {selection.validation}: " + text
         rows.append(ClaimRow("mmfl_beats_others", text, decide(gaps)))
     return rows
 
 
 def claims_section(finals: Finals, modalities: list[str], references: Mapping[str, Any],
-                   experiment: str) -> list[str]:
-    rows = check(finals, modalities)
+                   experiment: str, selection: Selection | None = None) -> list[str]:
+    rows = check(finals, modalities, selection)
     if not rows:
         return [f"No claim of Sec. 3.2 has all its methods among `{experiment}`'s cells."]
     return [f"The paper's claims (Sec. 3.2) against `{experiment}` (final test accuracy %, "

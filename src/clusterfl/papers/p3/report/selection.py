@@ -1,0 +1,105 @@
+"""P3's open rates chosen on a validation experiment, never on the test split (issue 37).
+
+The paper gives mmFL's candidate rates and no rate for the methods without selection
+(unimodal FL, standalone, centralized, multimodal FL at a fixed rate). references.yaml
+`rate_selection` names, per experiment, its validation experiment (the same clients on a
+validation view of the data: `datasets.watch_val`) and the families whose rate is open: a
+family `f` is the cells `f_lr<rate>` (`mmfl` -> `mmfl_lr0_3`, ...). On the validation
+experiment:
+- each family's rate is the one whose cell has the highest mean final accuracy over seeds;
+  a pick at the lowest or highest rate run is flagged as a grid edge (the grid did not
+  bracket the best rate, so the pick is not a choice);
+- mmFL's candidate grid is the one, of the mmFL cells named in `grids`, that holds the fixed
+  rate picked for `mmfl` strictly inside its range ("a candidate grid that brackets the best
+  fixed rate").
+The test experiment then compares each family at its picked rate.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final per seed
+
+
+def rate_of(cell: str, family: str) -> float | None:
+    """The rate of `family`'s cell `cell` (`<family>_lr0_3` -> 0.3), None if not one of its."""
+    prefix = f"{family}_lr"
+    if not cell.startswith(prefix):
+        return None
+    try:
+        return float(cell[len(prefix):].replace("_", "."))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Pick:
+    family: str
+    cell: str  # its cell at the picked rate, e.g. unimodal_fl_lr0_3
+    rate: float
+    scores: dict[float, float]  # rate -> mean final validation accuracy (%) of its cell
+
+    @property
+    def at_edge(self) -> bool:
+        return self.rate in (min(self.scores), max(self.scores))
+
+
+def pick_rate(finals: Finals, family: str) -> Pick | None:
+    """The family's best rate on the validation experiment's `finals` (None: fewer than one
+    cell ran)."""
+    scores = {rate: 100 * float(np.mean(f["test_acc"])) for cell, f in finals.items()
+              if (rate := rate_of(cell, family)) is not None and f.get("test_acc")}
+    if not scores:
+        return None
+    best = max(sorted(scores), key=lambda r: scores[r])  # a tie goes to the smaller rate
+    cell = next(c for c in finals if rate_of(c, family) == best)
+    return Pick(family, cell, best, scores)
+
+
+def bracketing_grid(grids: Mapping[str, Sequence[float]], rate: float) -> str | None:
+    """The first cell of `grids` (cell -> its candidate rates) whose rates hold `rate`
+    strictly inside their range."""
+    return next((cell for cell, rates in grids.items()
+                 if rates and min(rates) < rate < max(rates)), None)
+
+
+@dataclass(frozen=True)
+class Selection:
+    validation: str  # the validation experiment
+    picks: dict[str, Pick]  # family -> its pick
+    grid: str | None  # the mmFL cell whose grid brackets the fixed rate picked for `mmfl`
+
+    def cell(self, family: str) -> str | None:
+        pick = self.picks.get(family)
+        return pick.cell if pick else None
+
+    def describe(self, family: str) -> str:
+        pick = self.picks[family]
+        return f"{pick.rate:g}" + (" (grid edge)" if pick.at_edge else "")
+
+
+def select(validation: str, finals: Finals, families: Sequence[str],
+           grids: Mapping[str, Sequence[float]]) -> Selection:
+    picks = {f: p for f in families if (p := pick_rate(finals, f)) is not None}
+    fixed = picks.get("mmfl")
+    return Selection(validation, picks, bracketing_grid(grids, fixed.rate) if fixed else None)
+
+
+def selection_table(selection: Selection) -> list[str]:
+    """Markdown: each family's mean final validation accuracy per rate, and its pick."""
+    rates = sorted({r for p in selection.picks.values() for r in p.scores})
+    lines = [f"Rates chosen on `{selection.validation}` (mean final validation accuracy %, "
+             "over seeds; the pick in bold):", "",
+             "| family | " + " | ".join(f"{r:g}" for r in rates) + " | pick |",
+             "|---|" + "---|" * (len(rates) + 1)]
+    for family, pick in selection.picks.items():
+        cells = [("" if r not in pick.scores else
+                  f"**{pick.scores[r]:.2f}**" if r == pick.rate else f"{pick.scores[r]:.2f}")
+                 for r in rates]
+        lines.append(f"| {family} | " + " | ".join(cells) + f" | {selection.describe(family)} |")
+    grid = (f"mmFL's candidate grid: `{selection.grid}`, the one that brackets the fixed rate "
+            f"picked for mmfl" if selection.grid else
+            "mmFL's candidate grid: none of the grids run brackets the fixed rate picked")
+    return [*lines, "", grid + "."]

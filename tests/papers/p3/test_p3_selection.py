@@ -1,0 +1,109 @@
+"""P3's open rates chosen on a validation experiment (`report/selection.py`): each family's
+best rate, a grid edge flagged, mmFL's grid around the fixed pick, and the claims at the
+picks in the report."""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from clusterfl.papers.p3 import PAPER
+from clusterfl.papers.p3.report import build
+from clusterfl.papers.p3.report.selection import (
+    bracketing_grid,
+    pick_rate,
+    rate_of,
+    select,
+    selection_table,
+)
+from clusterfl.reports.section import ReportInput
+from tests.papers.p3.test_p3_report import experiment, write
+
+
+def acc(*values: float) -> dict[str, list[float]]:
+    return {"test_acc": list(values)}
+
+
+def test_a_familys_rate_is_read_from_its_cell_names():
+    assert rate_of("unimodal_fl_lr0_03", "unimodal_fl") == 0.03
+    assert rate_of("mmfl_lr1_0", "mmfl") == 1.0
+    assert rate_of("unimodal_fl", "unimodal_fl") is None
+    assert rate_of("mmfl_rest", "mmfl") is None
+    assert rate_of("unimodal_meta_fl", "unimodal_fl") is None
+
+
+def test_the_best_mean_wins_and_a_pick_at_either_end_is_a_grid_edge():
+    finals = {"standalone_lr0_03": acc(0.5, 0.7), "standalone_lr0_1": acc(0.8, 0.9),
+              "standalone_lr0_3": acc(0.84, 0.84), "standalone_lr1_0": acc(0.2, 0.2),
+              "standalone": acc(0.99, 0.99)}  # the schedule's rate: not in the grid
+    pick = pick_rate(finals, "standalone")
+    assert (pick.cell, pick.rate) == ("standalone_lr0_1", 0.1)
+    assert pick.scores == pytest.approx({0.03: 60.0, 0.1: 85.0, 0.3: 84.0, 1.0: 20.0})
+    assert not pick.at_edge
+    finals["standalone_lr1_0"] = acc(0.9, 0.9)
+    assert pick_rate(finals, "standalone").at_edge
+    tie = {"mmfl_lr0_3": acc(0.5), "mmfl_lr0_1": acc(0.5)}
+    assert pick_rate(tie, "mmfl").rate == 0.1  # a tie goes to the smaller rate
+    assert pick_rate(finals, "centralized") is None
+
+
+def test_mmfls_grid_is_the_first_that_holds_the_fixed_pick_strictly_inside():
+    grids = {"mmfl_hi": (1.0, 0.3, 0.1), "mmfl_mid": (0.3, 0.1, 0.03),
+             "mmfl": (0.1, 0.01, 0.001)}
+    assert bracketing_grid(grids, 0.3) == "mmfl_hi"
+    assert bracketing_grid(grids, 0.1) == "mmfl_mid"
+    assert bracketing_grid(grids, 0.01) == "mmfl"
+    assert bracketing_grid(grids, 1.0) is None
+    selection = select("val", {"mmfl_lr0_1": acc(0.6), "mmfl_lr0_3": acc(0.7),
+                               "mmfl_lr1_0": acc(0.1)}, ["mmfl", "standalone"], grids)
+    assert selection.grid == "mmfl_hi" and selection.cell("mmfl") == "mmfl_lr0_3"
+    assert selection.cell("standalone") is None
+    assert selection_table(selection)[2:5] == [
+        "| family | 0.1 | 0.3 | 1 | pick |", "|---|---|---|---|---|",
+        "| mmfl | 60.00 | **70.00** | 10.00 | 0.3 |"]
+
+
+def test_the_report_compares_each_method_at_its_rate_picked_on_validation(tmp_path: Path):
+    results = tmp_path / "results"
+    val = {"unimodal_fl_lr0_1": [(0.5, 0.5)] * 2, "unimodal_fl_lr0_3": [(0.7, 0.7)] * 2,
+           "unimodal_fl_lr1_0": [(0.2, 0.2)] * 2,
+           "standalone_lr0_1": [(0.8, 0.8)] * 2, "standalone_lr0_3": [(0.6, 0.6)] * 2,
+           "standalone_lr1_0": [(0.1, 0.1)] * 2,
+           "mmfl_lr0_1": [(0.6, 0.6)] * 2, "mmfl_lr0_3": [(0.7, 0.7)] * 2,
+           "mmfl_lr1_0": [(0.1, 0.1)] * 2}
+    test = {"unimodal_fl_lr0_3": [(0.9, 0.9), (0.8, 0.8)], "standalone_lr0_1": [(0.6, 0.6)] * 2,
+            "unimodal_fl_lr0_1": [(0.5, 0.5)] * 2, "standalone_lr0_3": [(0.95, 0.95)] * 2,
+            "mmfl_hi": [(0.7, 0.7)] * 2, "mmfl": [(0.9, 0.9)] * 2,
+            "mmfl_lr0_3": [(0.7, 0.7)] * 2, "mmfl_lr0_1": [(0.6, 0.6)] * 2}
+    cells = []
+    for exp, runs in (("p3_watch_val", val), ("p3_watch", test)):
+        for alg, finals in runs.items():
+            write(results, exp, alg, finals)
+            cells.append((exp, alg))
+    grids = {"mmfl_hi": (1.0, 0.3, 0.1), "mmfl_mid": (0.3, 0.1, 0.03), "mmfl": (0.1, 0.01, 0.001)}
+    params = SimpleNamespace(experiment=experiment, algorithm=lambda name: SimpleNamespace(
+        hyper=SimpleNamespace(rates=grids[name])))
+    refs = yaml.safe_load(PAPER.references_file.read_text())
+    md = build(ReportInput(params=params, paper=PAPER, cells=cells, results=results,
+                           partitions=tmp_path, references=refs, tables=tmp_path / "t",
+                           figures=tmp_path / "f")).markdown
+    assert "| unimodal_fl | 50.00 | **70.00** | 20.00 | 0.3 |" in md
+    # 0.1 is the smallest rate run here: a pick there is flagged, the grid did not bracket it
+    assert "| standalone | **80.00** | 60.00 | 10.00 | 0.1 (grid edge) |" in md
+    assert "mmFL's candidate grid: `mmfl_hi`" in md
+    # FL at its pick 0.3 (85 ± 5) against standalone at its pick 0.1 (60): holds, although
+    # standalone at 0.3 (95, never picked on validation) would beat it
+    assert ("at the rates picked on p3_watch_val (FL 0.3, standalone 0.1 (grid edge)): "
+            "accelerometer: FL "
+            "85.00 ± 5.00 vs standalone 60.00 ± 0.00") in md
+    first = next(line for line in md.splitlines() if line.startswith("| fl_beats_standalone"))
+    assert "| holds |" in first
+    assert ("grid around the fixed rate picked on p3_watch_val (0.3): mmfl_hi 70.00 ± 0.00; "
+            "mmfl_lr0_3 70.00 ± 0.00, mmfl_lr0_1 60.00 ± 0.00 | within noise |") in md
+    others = next(line for line in md.splitlines() if line.startswith("| mmfl_beats_others"))
+    assert "mmfl_hi 70.00 ± 0.00; best other unimodal_fl_lr0_3 85.00 ± 5.00" in others
+    assert "standalone_lr0_3" not in others  # not picked on validation
+    # the validation experiment: its table, no claims of its own
+    val_part = md.split("### title p3_watch_val")[1].split("###")[0]
+    assert "validation split" in val_part and "| claim |" not in val_part
