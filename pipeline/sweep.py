@@ -33,8 +33,11 @@ PREPARE = ("download@", "partition@")
 
 
 def dvc_file(params: SuiteConfig) -> Path:
-    """The dvc.yaml DVC reads this suite from: the one beside the suite's params file."""
-    return Path(str(params.suite_raw.get("file", "params.yaml"))).parent / "dvc.yaml"
+    """The dvc.yaml DVC reads this suite from: the one beside the suite's params file
+    (relative to the repository root, the working directory, where it lies inside it)."""
+    path = Path(params.file).parent / "dvc.yaml"
+    return path.relative_to(Path.cwd()) if path.is_absolute() and path.is_relative_to(
+        Path.cwd()) else path
 
 
 @contextmanager

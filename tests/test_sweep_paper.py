@@ -24,6 +24,15 @@ def test_a_papers_cells_bring_only_their_own_data_stages_up_to_date():
     assert not sweep._prepares("download@basic_motions", p5, params)
 
 
+def test_a_suites_dvc_file_is_the_one_beside_its_params(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert sweep.dvc_file(load_params(Path("suites/p3_watch/params.yaml"))) == Path(
+        "suites/p3_watch/dvc.yaml")
+    assert sweep.dvc_file(load_params(ROOT / "suites/paper/params.yaml")) == Path(
+        "suites/paper/dvc.yaml")
+    assert sweep.dvc_file(load_params(Path("params.yaml"))) == Path("dvc.yaml")
+
+
 def test_an_unknown_paper_is_one_error_naming_the_suites_papers():
     with pytest.raises(UserError, match=r"--paper .*p9.*p1"):
         sweep.run(ROOT / "suites/paper/params.yaml", None, Console(quiet=True), paper="p9")
