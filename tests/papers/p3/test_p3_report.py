@@ -94,7 +94,7 @@ def test_fixed_rate_runs_are_found_by_name_largest_rate_first() -> None:
     from clusterfl.papers.p3.report.claims import fixed_rates
 
     finals = {"mmfl": {}, "mmfl_lr0_001": {}, "mmfl_lr0_1": {}, "mmfl_rest": {},
-              "mmfl_lr0_01": {}}
+              "mmfl_lr0_01": {}, "mmfl_lr_sweep": {}}  # not a fixed rate: no number
     assert fixed_rates(finals) == ["mmfl_lr0_1", "mmfl_lr0_01", "mmfl_lr0_001"]
 
 

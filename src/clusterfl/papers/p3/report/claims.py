@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.papers.p3.report.selection import Selection
+from clusterfl.papers.p3.report.selection import Selection, rate_of
 from clusterfl.reports.verdicts import NOT_RUN, ClaimRow, Gap, claims_table, decide, gap
 
 Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final per seed
@@ -23,10 +23,11 @@ FIXED_PREFIX = "mmfl_lr"  # multimodal FL at one fixed rate: mmfl_lr0_1, mmfl_lr
 
 
 def fixed_rates(finals: Finals) -> list[str]:
-    """The fixed-rate multimodal FL runs present, largest rate first."""
-    def rate(name: str) -> float:
-        return float(name[len(FIXED_PREFIX):].replace("_", "."))
-    return sorted((a for a in finals if a.startswith(FIXED_PREFIX)), key=rate, reverse=True)
+    """The fixed-rate multimodal FL runs present, largest rate first (`selection.rate_of`
+    parses the rate, so a name like `mmfl_lr_sweep` is not taken for one)."""
+    rated = {a: rate_of(a, "mmfl") for a in finals}
+    return sorted((a for a, r in rated.items() if r is not None),
+                  key=lambda a: rated[a], reverse=True)
 
 
 def rate_pairs(finals: Finals, first: str, second: str) -> list[tuple[str, str]]:
