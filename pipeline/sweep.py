@@ -8,7 +8,8 @@
    code (`pipeline.train.run` with the shared executor), in a thread of its own: the same files
    in the same place, all or nothing, one MLflow parent run per cell with a nested run per
    seed.
-3. `dvc commit` of the cells that finished records them in `dvc.lock`, so a following
+3. `dvc commit` of the cells that finished (`commit_cells`, one write of the lock for all of
+   them) records them in `dvc.lock`, so a following
    `dvc repro` runs only the report, and a second one nothing. A failed cell leaves its
    output as it was, is not committed (it stays out of date), and is reported at the end,
    after every other cell has finished; the exit status is then 1.
@@ -66,6 +67,26 @@ def _prepares(stage: str, cells: list[Cell], params: SuiteConfig) -> bool:
     if kind == "partition":
         return key in partitions
     return key in {params.partition(p)["dataset"] for p in partitions}
+
+
+def commit_cells(repo: Any, dvcfile: Path, names: list[str]) -> None:
+    """`dvc commit --force` of the stages `names` of `dvcfile`, with one write of its lock.
+
+    `repo.commit` per stage re-reads the pipeline and re-writes the whole lock every time:
+    on the paper suite's 1.9 MB lock the 36 P2 cells took 582 s that way, 16 s a cell (and
+    117 P4 cells longer than their 14.5 min of training); this took 28 s for the same 36,
+    leaving the lock byte-identical. It is `dvc.repo.commit`'s loop (force=True) with the
+    stages loaded once and dumped together."""
+    from dvc.repo import lock_repo
+
+    with lock_repo(repo):
+        loaded = {s.name: s for s in repo.stage.load_all(str(dvcfile))}
+        stages = [loaded[name] for name in names]
+        for stage in stages:
+            stage.save()
+            stage.commit()
+        if stages:
+            stages[0].dvcfile.dump_stages(stages, update_pipeline=False)
 
 
 def _target(dvcfile: Path, stage: str) -> str:
@@ -146,8 +167,7 @@ def run(params_path: Path, executor: Executor | None, console: Console, device: 
     done = [o.cell for o in outcomes if o.error is None]
     if done:
         with _dvc("commit") as repo:
-            for cell in done:
-                repo.commit(_target(dvcfile, f"train@{cell.name}"), force=True)
+            commit_cells(repo, dvcfile, [f"train@{cell.name}" for cell in done])
         console.print(f"sweep: {len(done)} cells recorded in dvc.lock; `dvc repro "
                       f"{dvcfile}` now runs what is left (the report)")
     failed = [o for o in outcomes if o.error is not None]
