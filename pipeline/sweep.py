@@ -74,9 +74,9 @@ def commit_cells(repo: Any, dvcfile: Path, names: list[str]) -> None:
 
     `repo.commit` per stage re-reads the pipeline and re-writes the whole lock every time:
     on the paper suite's 1.9 MB lock the 36 P2 cells took 582 s that way, 16 s a cell (and
-    117 P4 cells longer than their 14.5 min of training); this took 28 s for the same 36,
-    leaving the lock byte-identical. It is `dvc.repo.commit`'s loop (force=True) with the
-    stages loaded once and dumped together."""
+    117 P4 cells longer than their 14.5 min of training); committing the same 36 again this
+    way took 28 s and left the lock byte-identical. It is `dvc.repo.commit`'s loop
+    (force=True) with the stages loaded once and dumped together."""
     from dvc.repo import lock_repo
 
     with lock_repo(repo):
