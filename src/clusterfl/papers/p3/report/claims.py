@@ -19,7 +19,6 @@ from clusterfl.papers.p3.report.selection import Selection, rate_of
 from clusterfl.reports.verdicts import NOT_RUN, ClaimRow, Gap, claims_table, decide, gap
 
 Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final per seed
-FIXED_PREFIX = "mmfl_lr"  # multimodal FL at one fixed rate: mmfl_lr0_1, mmfl_lr0_01, ...
 
 
 def fixed_rates(finals: Finals) -> list[str]:
@@ -113,7 +112,7 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
     # a selection, each family at its picked rate
     meta = metas[0]
     others = [a for a in finals if have(a) and a != "mmfl"
-              and (not a.startswith("mmfl") or a.startswith(FIXED_PREFIX))]
+              and (not a.startswith("mmfl") or rate_of(a, "mmfl") is not None)]
     if selection is not None:
         picked = [selection.cell(f) for f in selection.picks]
         others = [a for a in picked if a and have(a)] + [
