@@ -11,7 +11,8 @@ plan in logs/<suite>/plan.json for the progress lines of the repro that follows
 - a cell costs seconds per round x rounds x seeds. Seconds per round: the mean
   `round_seconds` of the cell's last run in this suite (every seed and round in
   logs/<suite>/<experiment>/<algorithm>/seed<k>/timings.json), else the committed
-  reference's (reference/<suite>/<paper>/costs.md, measured on the machine that made it),
+  reference's (reference/<suite>/<paper>/costs.md, measured on the machine that made it,
+  with the rounds its seeds ran from its histories archive),
   else a probe of a few rounds (`pipeline.probe`; cached, and a cached one is used with
   `--no-probe` too), else unknown. Beside the rounds, each train stage costs its process's
   start-up, loading data, MLflow logging and DVC's hashing and lock writes (measured: ~14 s
@@ -21,7 +22,10 @@ plan in logs/<suite>/plan.json for the progress lines of the repro that follows
   in logs/ of the time between the two ends minus the later cell's rounds (`stage_overhead`);
   before two cells have run here it is unknown and said so. Not counted: the download,
   partition and report stages beyond that median, and the rounds a checkpoint of an
-  interrupted run would save;
+  interrupted run would save. A probe's few rounds stand for all of them, so a cell whose
+  rounds get cheaper is costed high: FedCAvg at Q-hat = 400 takes floor(400 / s) + 1 local
+  W steps in round s: 301 a round in a 2-round probe, 12.3 a round over all 200 (2,468), so
+  its probe (5.0 s a round) says 84 CPU-min a cell;
 - wall time with `--jobs N`: `dvc repro` runs the cells one after another and each cell's
   seeds N at a time (CLUSTERFL_JOBS=N), so a cell takes the longest-processing-time (LPT)
   makespan of its seed runs over N workers (its seeds cost the same: ceil(S / N) seed runs)
@@ -36,6 +40,7 @@ import json
 import statistics
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -231,6 +236,32 @@ def reference_costs(suite: str, root: Path = Path(".")) -> dict[tuple[str, str],
     return costs
 
 
+def reference_rounds(suite: str, root: Path = Path("."), paper: str | None = None
+                     ) -> dict[tuple[str, str], list[int]]:
+    """(experiment, algorithm) -> the rounds each seed of the committed reference ran (the
+    records of its history.json in reference/<suite>/<paper>/histories/histories.tar.xz):
+    costs.md gives seconds a round, and a one-round algorithm's single round (P5's K-means++,
+    1.9 s) times the schedule's 400 rounds made the P5 plan of 2026-11-27 2.6 CPU-hours
+    too long. Only `paper`'s archive if given; an archive or member that does not read is
+    skipped."""
+    rounds: dict[tuple[str, str], list[int]] = {}
+    pattern = f"{paper or '*'}/histories/histories.tar.xz"
+    for archive in sorted((root / "reference" / suite).glob(pattern)):
+        try:
+            with tarfile.open(archive) as tar:
+                for member in tar:
+                    parts = member.name.split("/")
+                    file = tar.extractfile(member) if len(parts) == 4 else None
+                    if file is None or parts[3] != "history.json":
+                        continue
+                    records = json.load(file).get("records")
+                    if isinstance(records, list):
+                        rounds.setdefault((parts[0], parts[1]), []).append(len(records))
+        except (OSError, tarfile.TarError, ValueError, AttributeError):
+            continue
+    return rounds
+
+
 # (experiment, algorithm) -> (seconds per round or None, its source, rounds the probe ran)
 Probe = Callable[[str, str], tuple[float | None, str, int | None]]
 
@@ -242,6 +273,7 @@ def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str |
     what `probe` gives (None: its cost is unknown)."""
     paths = SuitePaths(params.home, root)  # where its cells train (and log)
     reference = reference_costs(params.home, root)
+    ran_in_reference: dict[tuple[str, str], list[int]] | None = None  # read when needed
     mine = params.paper_cells(paper)
     cells = []
     for cell in (c for c in mine if c.name in stale):
@@ -250,6 +282,9 @@ def build(params: SuiteConfig, stale: Mapping[str, str], jobs: int, paper: str |
         source, ran = (LOGS, [len(s) for s in logged]) if seconds is not None else (UNKNOWN, [])
         if seconds is None and (cell.experiment, cell.algorithm) in reference:
             seconds, source = reference[(cell.experiment, cell.algorithm)], REFERENCE
+            if ran_in_reference is None:
+                ran_in_reference = reference_rounds(params.home, root, paper)
+            ran = ran_in_reference.get((cell.experiment, cell.algorithm), [])
         if seconds is None and probe is not None:
             seconds, source, probed = probe(cell.experiment, cell.algorithm)
             ran = [] if probed is None else [probed]

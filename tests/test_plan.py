@@ -267,6 +267,7 @@ def test_plan_probes_no_cell_the_committed_reference_has_costed(monkeypatch):
     monkeypatch.setattr(planning, "dvc_status",
                         lambda root, target: {f"train@{c.name}": [] for c in cells})
     monkeypatch.setattr(planning, "logged_seconds_per_round", lambda *a: None)
+    monkeypatch.setattr(planning, "logged_rounds", lambda *a: [])  # this checkout's logs/
     monkeypatch.setattr(Prober, "cached", lambda self, e, a: None)
 
     def no_probe(self, experiment: str, algorithm: str) -> float:
@@ -321,3 +322,19 @@ def test_reproduce_one_paper_trains_its_cells_alone_and_prints_the_suite_progres
         [sys.executable, "-m", "dvc", "status", "--json", "dvc.yaml"], cwd=ws, env=env,
         capture_output=True, text=True, check=True).stdout)
     assert {s for s in status if s.startswith("train@")} == {"train@p5_small_noniid-fedcgds"}
+
+
+def test_a_one_round_algorithm_costed_from_the_reference_is_planned_at_one_round(tmp_path):
+    """The committed P5 reference ran K-means++ one round a seed (1.9 s on p5_syn_noniid):
+    planned at the schedule's 400 rounds it made the P5 plan 2.6 CPU-hours too long."""
+    from pipeline.plan import reference_rounds
+
+    (tmp_path / "reference").symlink_to(ROOT / "reference")  # no logs/: the reference costs
+    params = load_params(ROOT / "suites/paper/params.yaml")
+    stale = {"p5_syn_unf-kmeanspp": "changed", "p5_syn_unf-sncp": "changed"}
+    plan = build(params, stale, jobs=2, paper="p5", root=tmp_path)
+    assert [(c.name, c.source, c.rounds) for c in plan.cells] == [
+        ("p5_syn_unf-sncp", "reference", 400), ("p5_syn_unf-kmeanspp", "reference", 1)]
+    ran = reference_rounds("paper", ROOT, "p5")
+    assert ran[("p5_syn_unf", "kmeanspp")] == [1] * 5
+    assert ("p1_synthetic_mlr", "fedavg") not in ran  # another paper's archive is not read
