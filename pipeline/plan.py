@@ -242,8 +242,8 @@ def reference_rounds(suite: str, root: Path = Path("."), paper: str | None = Non
     records of its history.json in reference/<suite>/<paper>/histories/histories.tar.xz):
     costs.md gives seconds a round, and a one-round algorithm's single round (P5's K-means++,
     1.9 s) times the schedule's 400 rounds made the P5 plan of 2026-11-27 2.6 CPU-hours
-    too long. Only `paper`'s archive if given; an archive or member that does not read is
-    skipped."""
+    too long. Only `paper`'s archive if given; an archive with a member that does not read
+    is skipped whole (its cells are then planned at the schedule's rounds)."""
     rounds: dict[tuple[str, str], list[int]] = {}
     pattern = f"{paper or '*'}/histories/histories.tar.xz"
     for archive in sorted((root / "reference" / suite).glob(pattern)):
