@@ -244,9 +244,10 @@ def reference_rounds(suite: str, root: Path = Path("."), paper: str | None = Non
     1.9 s) times the schedule's 400 rounds made the P5 plan of 2026-11-27 2.6 CPU-hours
     too long. Only `paper`'s archive if given; an archive with a member that does not read
     is skipped whole (its cells are then planned at the schedule's rounds)."""
+    from pipeline.reference import ARCHIVE, REFERENCE  # its archive's name and place
+
     rounds: dict[tuple[str, str], list[int]] = {}
-    pattern = f"{paper or '*'}/histories/histories.tar.xz"
-    for archive in sorted((root / "reference" / suite).glob(pattern)):
+    for archive in sorted((root / REFERENCE / suite).glob(f"{paper or '*'}/histories/{ARCHIVE}")):
         try:
             with tarfile.open(archive) as tar:
                 for member in tar:
