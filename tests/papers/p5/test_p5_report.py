@@ -100,6 +100,30 @@ def test_rounds_check_compares_rounds_to_within_of_bs_final_objective() -> None:
     assert row.verdict == "within noise"  # 4 ± 1 against 2 x 2 = 4
 
 
+def test_slowdown_check_compares_each_set_against_its_own_target() -> None:
+    from clusterfl.papers.p5.report.claims import check
+
+    claim = {"id": "c", "check": "slowdown", "a": "fedcavg", "b": "fedcgds", "within": 0.02,
+             "factor": 2, "pairs": [["iid", "non"]]}
+    fast = [(1, 3.0), (2, 1.0), (3, 1.0), (4, 1.0), (5, 1.0)]  # ends at 1.0: round 2
+    # on "non" b ends at 2.0 (target 2.04): b gets there in round 2, a in round 5 on one seed
+    # and never on the other (its 5 rounds count)
+    traces = {("iid", "fedcgds"): [fast] * 2, ("iid", "fedcavg"): [fast] * 2,
+              ("non", "fedcgds"): [[(1, 6.0), (2, 2.0), (3, 2.0), (4, 2.0), (5, 2.0)]] * 2,
+              ("non", "fedcavg"): [[(1, 9.0), (2, 5.0), (3, 3.0), (4, 2.5), (5, 2.04)],
+                                   [(1, 9.0), (2, 5.0), (3, 3.0), (4, 2.5), (5, 2.1)]]}
+    row = check(claim, {}, traces)
+    assert row.ours == ("iid → non: rounds to come within 2% of fedcgds's final objective, "
+                        "fedcavg 2.00 ± 0.00 → 5.00 ± 0.00 (never in 1 of 2 seeds on non), "
+                        "fedcgds 2.00 ± 0.00 → 2.00 ± 0.00; a lot: more than 2x")
+    assert row.verdict == "holds"  # 5 > 2 x 2 and 2 <= 2 x 2, both beyond a zero spread
+    # the same slowdown in b: it no longer keeps its speed
+    traces[("non", "fedcgds")] = [[(1, 9.0), (2, 5.0), (3, 3.0), (4, 2.5), (5, 2.0)]] * 2
+    assert check(claim, {}, traces).verdict == "does not hold"
+    del traces[("non", "fedcavg")]
+    assert check(claim, {}, traces).verdict == "not run"
+
+
 def test_every_claim_names_known_cells_and_its_ablations_run_in_a_suite() -> None:
     # a typo in references.yaml would leave a claim "not run", or cite an ablation no suite
     # runs (issue 37: a cause is an experiment the suite runs)

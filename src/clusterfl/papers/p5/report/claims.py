@@ -12,7 +12,11 @@ kinds (references.yaml) and how each is read:
   spread is the larger std over seeds of the two costs (the seeds are initial points, so the
   cost's spread is the noise a rerun would show; the target itself is one number per pair);
 - rounds: the rounds a needs to come within `within` (2 %) of b's final objective, per seed,
-  at most `factor` times b's own ("comparable convergence"; the factor is ours).
+  at most `factor` times b's own ("comparable convergence"; the factor is ours);
+- slowdown: per pair (i.i.d. set, non-i.i.d. set), the rounds each of a and b needs to come
+  within `within` of b's final objective on that set: a's on the non-i.i.d. set more than
+  `factor` times its own on the i.i.d. set ("deteriorates a lot"), b's at most `factor` times
+  ("almost unchanged"). A seed that never gets there counts every round it ran.
 """
 
 from collections.abc import Mapping, Sequence
@@ -68,19 +72,49 @@ def _cost(exp: str, a: str, b: str, traces: Traces) -> tuple[Gap, str] | None:
     return gap(costs_a, costs_b, lower_is_better=True), text
 
 
+def rounds_to_reach(trace: Sequence[tuple[float, float]], target: float) -> tuple[float, bool]:
+    """`cost_to_reach` counted in rounds: a trace's index stands in for its upload."""
+    return cost_to_reach([(i + 1.0, o) for i, (_, o) in enumerate(trace)], target)
+
+
 def _rounds(exp: str, a: str, b: str, traces: Traces, within: float, factor: float
             ) -> tuple[Gap, str] | None:
     ta, tb = traces.get((exp, a)), traces.get((exp, b))
     if not ta or not tb:
         return None
     target = float(np.mean([t[-1][1] for t in tb])) * (1 + within)
-    # a trace's index stands in for the upload: the round at which it gets there
-    ra, rb = ([cost_to_reach([(i + 1.0, o) for i, (_, o) in enumerate(t)], target)[0]
-               for t in traces_] for traces_ in (ta, tb))
+    ra, rb = ([rounds_to_reach(t, target)[0] for t in traces_] for traces_ in (ta, tb))
     text = (f"{exp}: within {within:.0%} of {b}'s final objective after {np.mean(ra):.3g} ± "
             f"{np.std(ra):.2g} rounds ({a}) vs {np.mean(rb):.3g} ± {np.std(rb):.2g} ({b}); "
             f"comparable: at most {factor:g}x")
     return gap(ra, factor * np.asarray(rb), lower_is_better=True), text
+
+
+def _slowdown(iid: str, noniid: str, a: str, b: str, traces: Traces, within: float,
+              factor: float) -> tuple[list[Gap], str] | None:
+    cells = {(e, alg): traces.get((e, alg)) for e in (iid, noniid) for alg in (a, b)}
+    if not all(cells.values()):
+        return None
+    rounds: dict[tuple[str, str], list[float]] = {}
+    missed: dict[tuple[str, str], int] = {}
+    for e in (iid, noniid):
+        target = float(np.mean([t[-1][1] for t in cells[(e, b)]])) * (1 + within)
+        for alg in (a, b):
+            got = [rounds_to_reach(t, target) for t in cells[(e, alg)]]
+            rounds[(e, alg)] = [r for r, _ in got]
+            missed[(e, alg)] = sum(not ok for _, ok in got)
+
+    def side(alg: str) -> str:
+        never = [f"never in {missed[(e, alg)]} of {len(rounds[(e, alg)])} seeds on {e}"
+                 for e in (iid, noniid) if missed[(e, alg)]]
+        return (f"{alg} {_mean(rounds[(iid, alg)])} → {_mean(rounds[(noniid, alg)])}"
+                + (f" ({', '.join(never)})" if never else ""))
+
+    text = (f"{iid} → {noniid}: rounds to come within {within:.0%} of {b}'s final objective, "
+            f"{side(a)}, {side(b)}; a lot: more than {factor:g}x")
+    slowed = gap(rounds[(noniid, a)], factor * np.asarray(rounds[(iid, a)]))
+    kept = gap(rounds[(noniid, b)], factor * np.asarray(rounds[(iid, b)]), lower_is_better=True)
+    return [slowed, kept], text
 
 
 def check(claim: Mapping[str, Any], finals: Finals, traces: Traces) -> ClaimRow:
@@ -98,6 +132,13 @@ def check(claim: Mapping[str, Any], finals: Finals, traces: Traces) -> ClaimRow:
             gaps.append(gap(drop_a, drop_b, lower_is_better=True))
             evidence.append(f"{iid} → {noniid}: {a} loses {_mean(drop_a)} points, {b} "
                             f"{_mean(drop_b)}")
+    if kind == "slowdown":
+        for iid, noniid in claim["pairs"]:
+            got = _slowdown(iid, noniid, a, b, traces, float(claim["within"]),
+                            float(claim["factor"]))
+            if got:
+                gaps += got[0]
+                evidence.append(got[1])
     for exp in claim.get("experiments", []):
         if kind in ("cost", "rounds"):
             got = (_cost(exp, a, b, traces) if kind == "cost" else
