@@ -165,3 +165,14 @@ def test_cost_check_targets_one_percent_above_the_best_final_not_the_worse() -> 
     row = check(claim, {}, traces)
     assert row.ours.endswith("after 40 ± 0 (m50) vs 50 ± 0 (m100) numbers uploaded; m50 "
                              "never reached it in 2 seeds")
+
+
+def test_per_seed_target_is_one_percent_above_the_better_final_at_that_seed() -> None:
+    from clusterfl.papers.p5.tools.per_seed_target import per_seed_costs
+
+    # seed 0: finals 10 and 20, target 10.1; seed 1: finals 100 and 101, target 101
+    a = [[(1.0, 50.0), (2.0, 10.0)], [(1.0, 300.0), (2.0, 100.0)]]
+    b = [[(5.0, 30.0), (9.0, 20.0)], [(5.0, 101.0), (9.0, 101.0)]]
+    # a pair-wide target (1 % above the better mean final, 55.55) would give b 5 on seed 0
+    # and a 2 on seed 1; per seed, b never reaches 10.1 on seed 0 and counts its whole upload
+    assert per_seed_costs(a, b) == ([2.0, 2.0], [9.0, 5.0], 1)
