@@ -180,3 +180,40 @@ def test_tune_with_two_worker_processes_scores_every_point_as_one_process(worksp
     assert [{k: g[k] for k in serial["picked"]} for g in parallel["grid"]] == \
         [{k: g[k] for k in serial["picked"]} for g in serial["grid"]]
     assert parallel["picked"] == serial["picked"]
+
+
+def test_sweep_tunes_then_trains_with_the_picks_and_dvc_records_both(workspace):
+    """`clusterfl sweep` on a tuned suite: the out-of-date tune stages run first (worker
+    processes), then the train stages with their picks (the stage's `--picks`); DVC records
+    both, so only the report is left. A tune stage's picks equal its own command's."""
+    ws, env, _ = workspace
+    path = ws / "suites/benchmark/params.yaml"
+    suite = yaml.safe_load(path.read_text())
+    suite["suite"]["training"] = {"rounds": 3}  # a param of both tune and train stages
+    path.write_text(yaml.safe_dump(suite, sort_keys=False))
+    out = _sh([str(BIN / "clusterfl"), "sweep", "--suite", "benchmark", "--executor",
+               "process", "--cpus", "2"], ws, env)
+    cells = len(SCHEMES) * len(ALGORITHMS)
+    assert f"sweep: {cells} tune stages out of date" in out
+    assert f"{cells} of {cells} cells out of date" in out
+    status = json.loads(_sh([str(BIN / "dvc"), "status", "--json", "suites/benchmark/dvc.yaml"],
+                            ws, env))
+    assert {name.rsplit(":", 1)[-1] for name in status} == {"report"}
+    for exp in SCHEMES:
+        for alg in ALGORITHMS:
+            picks = json.loads((ws / f"results/benchmark/tuning/{exp}/{alg}/picks.json")
+                               .read_text())
+            used = json.loads((ws / f"logs/benchmark/{exp}/{alg}/tracking.json").read_text())
+            assert used["params"]["schedule"]["lr"] == picks["picked"]["lr"], (exp, alg)
+            if alg == "ifca":
+                assert used["params"]["algorithm"]["num_clusters"] == \
+                    picks["picked"]["num_clusters"]
+            history = json.loads((ws / f"results/benchmark/{exp}/{alg}/seed0/history.json")
+                                 .read_text())
+            assert len(history["records"]) == 3
+    picks = ws / "results/benchmark/tuning/bm_rot4/ifca/picks.json"
+    swept = json.loads(picks.read_text())
+    _sh([str(BIN / "clusterfl"), "tune", "bm_rot4", "ifca", "--suite", "benchmark"], ws, env)
+    by_hand = json.loads(picks.read_text())
+    assert [g["scores"] for g in swept["grid"]] == [g["scores"] for g in by_hand["grid"]]
+    assert swept["picked"] == by_hand["picked"]
