@@ -176,3 +176,20 @@ def test_per_seed_target_is_one_percent_above_the_better_final_at_that_seed() ->
     # a pair-wide target (1 % above the better mean final, 55.55) would give b 5 on seed 0
     # and a 2 on seed 1; per seed, b never reaches 10.1 on seed 0 and counts its whole upload
     assert per_seed_costs(a, b) == ([2.0, 2.0], [9.0, 5.0], 1)
+
+
+def test_per_seed_target_reads_the_pairs_as_the_report_does(tmp_path) -> None:
+    from clusterfl.papers.p5.tools.per_seed_target import PAIRS, SETS, kind, read_traces
+
+    for exp in SETS:
+        for pairs in PAIRS.values():
+            for i, alg in enumerate(pairs[kind(exp)]):
+                for seed in (0, 1):
+                    write(tmp_path, exp, alg, seed, [0.5, 0.5], [3.0 + seed, 2.0 - i],
+                          [10, 20 + seed])
+    cells = read_traces(tmp_path)
+    assert len(cells) == 4 * len(SETS)  # a pair per start of H, per set; none of the others
+    assert cells["p5_conv_mnist_subset_bals", "fedcgds_m50_q10_warm"] == [
+        [(10, 3.0), (20, 2.0)], [(10, 4.0), (21, 2.0)]]
+    assert cells["p5_conv_syn_unf", "fedcgds_m100_q10"] == [
+        [(10, 3.0), (20, 1.0)], [(10, 4.0), (21, 1.0)]]

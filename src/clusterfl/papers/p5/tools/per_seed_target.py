@@ -8,12 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import yaml
 
+from clusterfl.config import load_params
+from clusterfl.papers.p5.report import traces
 from clusterfl.papers.p5.report.claims import COST_WITHIN, cost_to_reach
-from clusterfl.papers.p5.training.metrics import OBJECTIVE, UPLOAD_TOTAL
-from clusterfl.reports.runs import read_cell
+from clusterfl.reports.section import ReportInput
 
 Trace = Sequence[tuple[float, float]]  # (cumulative upload, objective) per round
+SUITE = Path("suites/paper/params.yaml")
 # the Figs. 4-5 cells: (partial participation, full) per start of H, per set
 PAIRS = {"random": {"syn": ("fedcgds_m10", "fedcgds_m100_q10"),
                     "mnist": ("fedcgds_m50_q10", "fedcgds_m100_q10")},
@@ -37,17 +40,29 @@ def per_seed_costs(a: Sequence[Trace], b: Sequence[Trace]
     return costs_a, costs_b, missed
 
 
-def traces(results: Path, exp: str, alg: str) -> list[Trace]:
-    return [[(r[UPLOAD_TOTAL.name], r[OBJECTIVE.name]) for r in h.records
-             if OBJECTIVE.name in r and UPLOAD_TOTAL.name in r]
-            for h in read_cell(results, exp, alg)]
+def kind(experiment: str) -> str:
+    """Which PAIRS a set's cells come from: the synthetic sets' or MNIST's."""
+    return "syn" if "syn" in experiment else "mnist"
+
+
+def read_traces(results: Path) -> dict[tuple[str, str], list[list[tuple[float, float]]]]:
+    """The PAIRS cells' traces as the report reads them (`report.traces`, the claims' input)."""
+    params = load_params(SUITE, load=())
+    paper = params.paper("p5")
+    cells = list(dict.fromkeys((exp, alg) for exp in SETS for pairs in PAIRS.values()
+                               for alg in pairs[kind(exp)]))
+    report = ReportInput(params, paper, cells, results, Path("data/paper/partitions"),
+                         yaml.safe_load(paper.references_file.read_text()),
+                         Path("reports/paper/p5/tables"), Path("reports/paper/p5/figures"))
+    return traces(report)  # reads the cells' histories alone: nothing is written
 
 
 def main(results: Path = Path("results/paper")) -> None:
+    cells = read_traces(results)
     for exp in SETS:
         for start, pairs in PAIRS.items():
-            a, b = pairs["syn" if "syn" in exp else "mnist"]
-            ca, cb, missed = per_seed_costs(traces(results, exp, a), traces(results, exp, b))
+            a, b = pairs[kind(exp)]
+            ca, cb, missed = per_seed_costs(cells[exp, a], cells[exp, b])
             ratios = ", ".join(f"{r:.2f}" for r in np.divide(cb, ca))
             print(f"{exp} {start}: {a} {np.mean(ca) / 1e6:.1f} ± {np.std(ca) / 1e6:.1f} M vs "
                   f"{b} {np.mean(cb) / 1e6:.1f} ± {np.std(cb) / 1e6:.1f} M; per seed "
