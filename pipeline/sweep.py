@@ -163,8 +163,8 @@ def tune_cells(cells: list[Cell], params_path: Path, executor: Executor | None,
             seconds = None
             try:
                 seconds = _tune_cell(cell, params_path, device, threads)
-            except BaseException as err:  # reported at the end; the other cells go on
-                outcomes[cell.name].error = _reason(err)
+            except Exception as err:  # reported at the end; the other cells go on (Ctrl-C
+                outcomes[cell.name].error = _reason(err)  # stops the sweep)
             done(k, cell, seconds)
         return list(outcomes.values())
     # spawned: a forked child would inherit this process's torch threads and locks
@@ -175,7 +175,7 @@ def tune_cells(cells: list[Cell], params_path: Path, executor: Executor | None,
             cell, seconds = futures[future], None
             try:
                 seconds = future.result()
-            except BaseException as err:
+            except Exception as err:  # the cell's error, or its worker's death
                 outcomes[cell.name].error = _reason(err)
             done(k, cell, seconds)
     return list(outcomes.values())
