@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.aggregation import broadcast, weighted_average
+from clusterfl.steps.aggregation import broadcast, weighted_average
 from clusterfl.algorithms import ALGORITHMS, NeuralAlgorithm
 from clusterfl.engine import Prox
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """`clusterfl bench ...`: the engine's benchmarks, one JSON object per line on stdout.
 
-Thin: parse options, set threads, call `clusterfl.bench`, print. See docs/engine.md.
+Thin: parse options, set threads, call `clusterfl.bench.cpu`, print. See docs/engine.md.
 """
 
 import json
@@ -23,8 +23,8 @@ DeviceOpt = Annotated[str, typer.Option(
 
 def _device(name: str) -> str:
     """cpu or cuda; `--device cuda` without one exits 2 with one line."""
-    from clusterfl.devices import resolve_device
-    from clusterfl.errors import UserError
+    from clusterfl.core.errors import UserError
+    from clusterfl.run.devices import resolve_device
 
     try:
         return resolve_device(name)
@@ -63,7 +63,7 @@ def engine(
     seed: SeedOpt = 0,
 ) -> None:
     """Client-steps/s of the vectorized engine vs the per-client loop, and GEMM fraction."""
-    from clusterfl.bench import bench_engine
+    from clusterfl.bench.cpu import bench_engine
 
     _print_grid(threads, clients, models, lambda model, n: bench_engine(
         model, clients=n, batch=batch, local_steps=local_steps, repeats=repeats, seed=seed,
@@ -81,7 +81,7 @@ def adam(
     seed: SeedOpt = 0,
 ) -> None:
     """Milliseconds per Adam update of stacked client models: fused kernel vs formula."""
-    from clusterfl.bench import bench_adam
+    from clusterfl.bench.cpu import bench_adam
 
     _print_grid(threads, clients, models, lambda model, n: bench_adam(
         model, clients=n, repeats=repeats, seed=seed, device=_device(device)))
@@ -99,7 +99,7 @@ def round_(
     seed: SeedOpt = 0,
 ) -> None:
     """Median seconds per whole round (train, aggregate, evaluate all clients)."""
-    from clusterfl.bench import bench_round
+    from clusterfl.bench.cpu import bench_round
     from clusterfl.engine import configure_threads
 
     configure_threads(threads)
@@ -129,9 +129,9 @@ def gpu(
     """The engine on a lent GPU beside a plain batched program, this machine's CPU, bench
     round on cuda and cpu, and seconds per round of p1_fmnist_dnn_val / pfedkm_k4
     (minutes). Without CUDA the cuda rows say "no CUDA device". See docs/engine.md."""
-    from clusterfl.bench_gpu import gpu_rows
-    from clusterfl.devices import cuda_available
+    from clusterfl.bench.gpu import gpu_rows
     from clusterfl.engine import configure_threads
+    from clusterfl.run.devices import cuda_available
 
     configure_threads(threads)
     sizes = _int_list(clients)

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from clusterfl.errors import CorruptFile, UserError
+from clusterfl.core.errors import CorruptFile, UserError
 
 app = typer.Typer(
     help="Reproduce clustered and personalized federated learning papers.",
@@ -48,7 +48,7 @@ JobsOpt = Annotated[int | None, typer.Option(
 
 
 # a read-only output directory (or disk): the user's to fix, like a bad params value; every
-# write is atomic (clusterfl.io, pipeline.common.output_dir), so none is left half-written
+# write is atomic (clusterfl.core.io, pipeline.common.output_dir), so none is left half-written
 UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC}
 
 
@@ -99,7 +99,7 @@ def _suite_file(params: Path | None, suite: str) -> Path:
     """-p if given, else the params file of --suite (a missing one is a one-line error)."""
     if params is not None:
         return params
-    from clusterfl.suite import suite_file
+    from clusterfl.core.suite import suite_file
 
     path = suite_file(suite)
     if not path.exists():
@@ -155,14 +155,14 @@ def train(
         help="A picks.json of `clusterfl tune`: train with its picked lr (and K).")] = None,
 ) -> None:
     """Train one cell into results/<suite>/<experiment>/<algorithm>/."""
-    from clusterfl.devices import resolve_device
+    from clusterfl.core.errors import unknown_name
     from clusterfl.engine import ENGINES
-    from clusterfl.errors import unknown_name
+    from clusterfl.run.devices import resolve_device
     from pipeline import train as stage
 
     if engine not in ENGINES:
         raise unknown_name("--engine", engine, list(ENGINES))
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline.common import SuitePaths, require_seeds, require_writable
 
     path = _suite_file(params, suite)
@@ -190,7 +190,7 @@ def tune(
 ) -> None:
     """Pick a cell's lr (and K) on the validation split from the suite's `tuning` grid, into
     results/<suite>/tuning/<experiment>/<algorithm>/picks.json (docs/benchmark.md)."""
-    from clusterfl.devices import resolve_device
+    from clusterfl.run.devices import resolve_device
     from pipeline import tune as stage
 
     stage.run(experiment, algorithm, _suite_file(params, suite), console, workers=jobs,
@@ -236,7 +236,7 @@ def sweep(
     """Train every out-of-date cell of the suite (with --paper, of that paper alone) on one
     pool of seed tasks and record them in dvc.lock (`dvc repro` then runs only the report).
     Exit 1 if a cell failed."""
-    from clusterfl.executors import choose_executor
+    from clusterfl.run.executors import choose_executor
     from pipeline import sweep as stage
 
     path = _suite_file(params, suite)
@@ -265,7 +265,7 @@ def report(
 ) -> None:
     """Aggregate the suite's results into reports/<suite>/ (tables, figures, metrics.json,
     index.html)."""
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline import report as stage
     from pipeline.common import SuitePaths
     from pipeline.render import require_current
@@ -311,7 +311,7 @@ def _suite_name(command: str, positional: str | None, option: str | None,
 
 
 def _jobs(jobs: int | None) -> int:
-    from clusterfl.options import count
+    from clusterfl.core.options import count
 
     return count("--jobs", jobs, "CLUSTERFL_JOBS") or 1
 
@@ -379,7 +379,7 @@ def reproduce(
     import os
     import subprocess
 
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline import plan as planning
     from pipeline.common import SuitePaths
     from pipeline.render import dvc_file
@@ -441,7 +441,7 @@ def leaderboard(
 ) -> None:
     """Print a suite's leaderboard with its own algorithms marked: your method ranked beside
     the baselines; with --run, tune and train its cells through DVC (`dvc repro`) first."""
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline import leaderboard as stage
 
     path = _suite_file(None, _suite_name("leaderboard", suite_arg, suite, "benchmark"))
@@ -458,7 +458,7 @@ def track(
                          "while it was down) from their outputs; none is logged twice.")] = False,
 ) -> None:
     """MLflow and the suite's trained cells: `--replay` logs those the store lacks."""
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline import track as stage
 
     name = load_params(_suite_file(params, suite)).suite
@@ -469,7 +469,7 @@ def track(
     except UserError:
         raise
     except Exception as err:  # the store: one line, not MLflow's traceback
-        from clusterfl.tracking import reason
+        from clusterfl.run.tracking import reason
 
         raise UserError(f"MLflow store unreachable ({reason(err)}); "
                         "nothing was lost: run this again when it is up") from None
@@ -484,7 +484,7 @@ def ui(
     port: Annotated[int, typer.Option(help="Port the UI listens on.")] = 5000,
 ) -> None:
     """Start the MLflow UI on this repo's runs and print the link to the runs table."""
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline import ui as stage
 
     loaded = load_params(_suite_file(params, suite))
@@ -577,7 +577,7 @@ def list_schemes() -> None:
 @list_app.command("models")
 def list_models() -> None:
     """Models (the `model:` of an experiment)."""
-    from clusterfl.models import MODELS
+    from clusterfl.training.models import MODELS
 
     _print_registry("models", [(n, m.description) for n, m in MODELS])
 
@@ -590,8 +590,8 @@ def list_algorithms(suite: SuiteOpt = "default", params: ParamsOpt = None) -> No
     own, with their method, hyperparameters and the suites that train each."""
     import dataclasses
 
-    from clusterfl.config import load_params
-    from clusterfl.suite import suite_papers, suite_root, trained_pairs
+    from clusterfl.core.suite import suite_papers, suite_root, trained_pairs
+    from clusterfl.run.config import load_params
 
     p = load_params(_suite_file(params, suite))
     root = suite_root(p.file)
@@ -631,8 +631,8 @@ def list_experiments(suite: SuiteOpt = "default", params: ParamsOpt = None) -> N
     """Every paper's experiments: which the active suite trains, and every suite using each."""
     from rich.markup import escape
 
-    from clusterfl.config import load_params
-    from clusterfl.suite import suite_root
+    from clusterfl.core.suite import suite_root
+    from clusterfl.run.config import load_params
 
     p = load_params(_suite_file(params, suite))
     in_suite = {e for _, e, _ in p.suite_cells()}
@@ -656,7 +656,7 @@ def _suite_files(root: Path) -> dict[str, Path]:
 
 def _suites_using(root: Path) -> dict[str, list[str]]:
     """experiment -> the suites whose grids train it."""
-    from clusterfl.suite import grid_experiments
+    from clusterfl.core.suite import grid_experiments
 
     using: dict[str, list[str]] = {}
     for name, path in _suite_files(root).items():

@@ -4,7 +4,7 @@ Every suite writes under its own name, so switching suites never overwrites anot
 data, results or reports: data/<suite>/raw/<dataset>, data/<suite>/partitions/<partition>,
 results/<suite>/<experiment>/<algorithm>, reports/<suite>/; apart from the DVC outs, a cell's
 timings and tracking record live in logs/<suite>/<experiment>/<algorithm> and its round
-checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.checkpoints`).
+checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.run.checkpoints`).
 """
 
 import os
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 
 if TYPE_CHECKING:
-    from clusterfl.config import SuiteConfig
+    from clusterfl.run.config import SuiteConfig
 
-from clusterfl.io import temporary_dir
+from clusterfl.core.io import temporary_dir
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class SuitePaths:
 
     def log_dir(self, experiment: str, algorithm: str) -> Path:
         """What a cell's runs measured that differs per run (timings, tracking.json):
-        outside its DVC out (`clusterfl.history.log_dir`)."""
+        outside its DVC out (`clusterfl.training.history.log_dir`)."""
         return self.root / "logs" / self.suite / experiment / algorithm
 
     def checkpoint_dir(self, experiment: str, algorithm: str) -> Path:
@@ -95,8 +95,8 @@ def remove_stale_temporaries(final: Path) -> list[Path]:
 def suite_flag(params: "SuiteConfig") -> str:
     """How a hint names the suite of `params`: `--suite NAME` where that option finds its
     file, else `-p FILE` (a suite file of your own: `--suite` would name an unknown suite)."""
-    from clusterfl.io import shown
-    from clusterfl.suite import suite_file
+    from clusterfl.core.io import shown
+    from clusterfl.core.suite import suite_file
 
     named = suite_file(params.suite)
     if named.exists() and named.resolve() == params.file.resolve():
@@ -161,7 +161,7 @@ def output_dir(final: Path) -> Iterator[Path]:
 def require_seeds(params: "SuiteConfig", partition: str, seeds: Iterable[int]) -> None:
     """A seed outside `suite.seeds` has no partition file (the partition stage makes the
     suite's seeds only): a one-line error naming the edit and the command that make it."""
-    from clusterfl.io import shown
+    from clusterfl.core.io import shown
 
     paths = SuitePaths(params.home)
     for seed in seeds:

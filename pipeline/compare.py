@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.history import load_history_json
+from clusterfl.training.history import load_history_json
 from pipeline.reference import unpacked
 
 WALL_CLOCK = {"kmeans_seconds"}

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 
 diagnose_app = typer.Typer(help="Measurements that explain a gap to a paper (CSV + Markdown).",
                            no_args_is_help=True)
@@ -44,8 +44,8 @@ def _errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _params(params: Path | None, suite: str) -> Any:
-    from clusterfl.config import load_params
-    from clusterfl.suite import suite_file
+    from clusterfl.core.suite import suite_file
+    from clusterfl.run.config import load_params
 
     path = params or suite_file(suite)
     if not path.exists():
@@ -55,7 +55,7 @@ def _params(params: Path | None, suite: str) -> Any:
 
 def _write(directory: Path, name: str, frame: Any, text: str) -> Path:
     """`<name>.csv` and `<name>.md`, each written atomically."""
-    from clusterfl.io import atomic_write_text
+    from clusterfl.core.io import atomic_write_text
 
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write_text(directory / f"{name}.csv", frame.to_csv(index=False))
@@ -113,7 +113,7 @@ def p2_draws(
     if draws < 2:
         raise UserError(f"--draws: must be >= 2 (a fit needs two points), got {draws}")
     p = _params(params, suite)
-    from clusterfl.io import read_yaml
+    from clusterfl.core.io import read_yaml
 
     refs = read_yaml(p.papers["p2"].references_file).get(experiment) or {}
     if "holdout_mse" not in refs:

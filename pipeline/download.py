@@ -4,8 +4,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from clusterfl.config import load_params
 from clusterfl.data import build_dataset, save_dataset
+from clusterfl.run.config import load_params
 from pipeline.common import SuitePaths, output_dir
 
 

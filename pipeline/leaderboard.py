@@ -5,7 +5,7 @@ report's leaderboard, or without one the committed reference's (reference/benchm
 
 The suite (e.g. suites/my_method, README "Your method on the leaderboard") names the user's
 plugin file and algorithm entries and extends the benchmark's grid; since it only adds cells
-it shares the benchmark's data and results (`clusterfl.suite.home`), so `dvc repro` tunes
+it shares the benchmark's data and results (`clusterfl.core.suite.home`), so `dvc repro` tunes
 and trains just its own cells (and any benchmark cell not yet trained or pulled), then writes
 the report whose leaderboard ranks everything. This command is that `dvc repro` plus the
 table: no scheduling of its own.
@@ -20,8 +20,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
-from clusterfl.config import SuiteConfig
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
+from clusterfl.run.config import SuiteConfig
 
 BOARD = "tables/benchmark_leaderboard.csv"  # written by the benchmark's report section
 

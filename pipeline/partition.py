@@ -13,13 +13,13 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from clusterfl.config import VALIDATION_KEY, load_params
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_text
 from clusterfl.data import Dataset, load_dataset
-from clusterfl.errors import UserError
-from clusterfl.io import atomic_write_text
 from clusterfl.partition import Partition, build_partition, save_partition
 from clusterfl.partition.report import plot_partition, summarize_partition
 from clusterfl.partition.validation import carve_validation
+from clusterfl.run.config import VALIDATION_KEY, load_params
 from pipeline.common import SuitePaths, output_dir, suite_flag
 
 

@@ -50,10 +50,10 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from clusterfl.config import SuiteConfig
-from clusterfl.errors import CorruptFile, UserError
-from clusterfl.history import read_timings
-from clusterfl.io import atomic_write_json
+from clusterfl.core.errors import CorruptFile, UserError
+from clusterfl.core.io import atomic_write_json
+from clusterfl.run.config import SuiteConfig
+from clusterfl.training.history import read_timings
 from pipeline.common import SuitePaths
 from pipeline.progress import FINISHED_FILE, clock, plan_path
 
@@ -346,7 +346,7 @@ def make(suite_file: Path, jobs: int, paper: str | None, probe: bool, console: C
     """The plan of a suite file as it is now: its dvc.yaml must be current (`clusterfl
     render`), DVC says what is stale, cached probes and (unless not `probe`) new ones, with
     a progress bar, fill in the costs that logs/ lacks."""
-    from clusterfl.config import load_params
+    from clusterfl.run.config import load_params
     from pipeline.probe import Prober
     from pipeline.render import dvc_file, require_current, require_inside
 

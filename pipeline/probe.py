@@ -26,13 +26,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from clusterfl.config import VALIDATION_KEY, SuiteConfig
+from clusterfl.core.io import atomic_write_json
+from clusterfl.core.options import count
 from clusterfl.data import build_dataset, load_dataset, save_dataset
 from clusterfl.engine.threads import configure_threads, split_threads
-from clusterfl.execution import SeedJob
-from clusterfl.io import atomic_write_json
-from clusterfl.options import count
 from clusterfl.partition import save_partition
+from clusterfl.run.config import VALIDATION_KEY, SuiteConfig
+from clusterfl.run.execution import SeedJob
 from pipeline.common import SuitePaths
 from pipeline.partition import seed_partition
 from pipeline.train import run_params

@@ -27,8 +27,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from clusterfl.io import atomic_write_json
-from clusterfl.suite import suite_file
+from clusterfl.core.io import atomic_write_json
+from clusterfl.core.suite import suite_file
 from pipeline.common import SuitePaths
 
 PLAN_FILE = "plan.json"

@@ -45,15 +45,15 @@ from pathlib import Path
 
 from rich.console import Console
 
-from clusterfl.config import SuiteConfig, load_params
-from clusterfl.errors import UserError
-from clusterfl.history import load_history_json
-from clusterfl.io import atomic_write_json
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_json
 from clusterfl.papers.benchmark.report.sizes import dataset_shape, from_files, write_sizes
 from clusterfl.papers.benchmark.report.sizes import summary_file as sizes_file
 from clusterfl.reports.figures import placeholder_figures
 from clusterfl.reports.mixtures import read_mixtures, summary_file, write_summary
 from clusterfl.reports.runs import histories_read_once, seed_dirs
+from clusterfl.run.config import SuiteConfig, load_params
+from clusterfl.training.history import load_history_json
 from pipeline.common import SuitePaths, output_dir
 
 REFERENCE = Path("reference")
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--render", action="store_true",
                         help="re-render the committed reference reports (no results needed)")
     args = parser.parse_args(argv)
-    from clusterfl.suite import suite_file
+    from clusterfl.core.suite import suite_file
 
     try:
         if args.check or args.render:

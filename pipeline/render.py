@@ -2,12 +2,14 @@
 
 One template (below) serves every suite: download -> partition -> [tune] -> train -> report.
 What DVC's `foreach` iterates over (datasets, partitions, cells) is derived from the suite's
-grid (`clusterfl.suite`), and each stage's code deps from what its process can import
+grid (`clusterfl.core.suite`), and each stage's code deps from what its process can import
 (`pipeline.imports`): a train cell depends on the shared core, on its own paper's
 `__init__.py` and `training/` and on its own algorithm's file (`code`: the algorithm
 registry imports a method only when a cell names it, so editing FedRep's file re-runs
-FedRep's cells alone), never on report code or another paper; the report stage on the report
-code. A suite whose cells belong to several papers also gets a report stage per paper,
+FedRep's cells alone), never on report code or another paper. The data and report stages,
+which take seconds, depend on whole packages (`Code.paths(coarse=True)`): each shared package
+they reach, and each paper's package whole, so a paper's edit still re-runs its own report
+alone. A suite whose cells belong to several papers also gets a report stage per paper,
 `report_<paper>` (`clusterfl report --paper`, into reports/<suite>/<paper>/), that depends on
 that paper's cells alone: `dvc repro <dvc.yaml>:report_p5` trains the suite's P5
 cells and no other, into the suite's own results and lock (so a later `dvc repro` of the
@@ -35,10 +37,10 @@ from typing import Any
 
 import yaml
 
-from clusterfl.config import SuiteConfig, load_params
-from clusterfl.errors import UserError, unknown_name
-from clusterfl.io import read_yaml
-from clusterfl.suite import Cell, suite_chain, suite_root
+from clusterfl.core.errors import UserError, unknown_name
+from clusterfl.core.io import read_yaml
+from clusterfl.core.suite import Cell, suite_chain, suite_root
+from clusterfl.run.config import SuiteConfig, load_params
 from pipeline.imports import closure, function_imports, graph
 
 HEADER = ("# Written by `clusterfl render` from {suite} (its grid) and the import graph: do not\n"
@@ -120,10 +122,28 @@ class Code:
         starts = [*function_imports(self.modules, CLI, command), *also]
         return closure(self.modules, starts) | closure(self.modules, [CLI], lazy=False)
 
-    def paths(self, names: set[str]) -> list[str]:
+    def paths(self, names: set[str], coarse: bool = False) -> list[str]:
+        """The files of modules `names`, folded into directories. `coarse`: `pipeline/`,
+        each package of the core and each paper's package stand whole where any module of
+        theirs is reached, for stages that take seconds (data, reports): there a re-run
+        costs less than a long exact list costs a reader. A paper stays its own package, so
+        that one paper's edit re-runs its own report alone; train and tune stages are exact
+        (editing one method re-runs its cells alone)."""
         files = {self.modules[n].path.resolve() for n in names}
+        if coarse:
+            files |= {f for package in self._packages() if package & files for f in package}
         return [self._relative(p) for p in self._cover([self.root / "src/clusterfl",
                                                         self.root / "pipeline"], files)]
+
+    def _packages(self) -> list[set[Path]]:
+        """The module files of pipeline/, of each package of the core but papers/, and of
+        each paper's package (papers/<key>/)."""
+        core, papers = self.root / "src/clusterfl", self.root / "src/clusterfl/papers"
+        packages = [self.root / "pipeline",
+                    *(d for d in [*core.iterdir(), *papers.iterdir()]
+                      if d.is_dir() and d != papers and (d / "__init__.py").exists())]
+        return [{p.resolve() for p in d.rglob("*.py") if "__pycache__" not in p.parts}
+                for d in packages]
 
     def _cover(self, directories: list[Path], files: set[Path]) -> list[Path]:
         out: list[Path] = []
@@ -270,14 +290,14 @@ def _data_stages(params: SuiteConfig, root: Path, code: Code,
     out["download"] = {"foreach": params.suite_datasets, "do": {
         "wdir": wdir_text, "cmd": f"clusterfl download ${{item}} --suite {name}",
         "params": _params(chain, ["dataset_options"], root, ["datasets.${item}"]),
-        "deps": code.paths(code.reach("download")),
+        "deps": code.paths(code.reach("download"), coarse=True),
         "outs": [f"{data}/raw/${{item}}"]}}
     out["partition"] = {"foreach": {p: Row(dataset=params.partition(p)["dataset"])
                                     for p in params.suite_partitions}, "do": {
         "wdir": wdir_text, "cmd": f"clusterfl partition ${{key}} --suite {name}",
         "params": _params(chain, ["seeds", "partition_options"], root,
                           ["partitions.${key}"]),
-        "deps": [*code.paths(code.reach("partition")),
+        "deps": [*code.paths(code.reach("partition"), coarse=True),
                  f"{data}/raw/${{item.dataset}}"],
         "outs": [f"{data}/partitions/${{key}}"]}}
     return out
@@ -356,7 +376,7 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
     def report(keys: list[str], reports: str, cmd: str, partitions: list[str]) -> dict[str, Any]:
         """A report stage on the cells of papers `keys`, written under `reports`."""
         modules = [m for key in keys if (m := (params.paper(key).report or "").partition(":")[0])]
-        report_code = code.paths(code.reach("report", modules))
+        report_code = code.paths(code.reach("report", modules), coarse=True)
         references = [ref for key in keys  # data the reports read
                       if (root / (ref := f"{Path(paper_code[key][0]).parent.as_posix()}"
                                          "/references.yaml")).exists()

@@ -28,9 +28,8 @@ import pandas as pd
 import yaml
 from rich.console import Console
 
-from clusterfl.config import SuiteConfig
-from clusterfl.errors import UserError
-from clusterfl.io import atomic_write_json, atomic_write_text
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_json, atomic_write_text
 from clusterfl.papers import Paper
 from clusterfl.reports import html
 from clusterfl.reports.context import Links, committed_references, gap_notes, header, links_for
@@ -45,6 +44,7 @@ from clusterfl.reports.results import (
 from clusterfl.reports.runs import cost_rows, mean_curve, seed_dirs, seed_rows
 from clusterfl.reports.section import ReportInput, ReportOutput, section_builder
 from clusterfl.reports.tables import markdown_table
+from clusterfl.run.config import SuiteConfig
 from pipeline.common import output_dir, suite_flag
 
 INTRO = """# Results
@@ -180,7 +180,7 @@ def _cell_files(reports_dir: Path, cell: tuple[str, str], experiments: list[str]
 def _publish(params: SuiteConfig, console: Console, reports_dir: Path, cells: list[tuple[str, str]],
              table: pd.DataFrame, references: Any, paper: str | None = None) -> None:
     """Each cell's figures and summary table to its parent run; the report to a report run."""
-    from clusterfl.tracking import git_commit, publish_report
+    from clusterfl.run.tracking import git_commit, publish_report
 
     experiments = sorted({e for e, _ in cells})
     name = params.tracking.get("experiment", "clusterfl")

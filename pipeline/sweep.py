@@ -12,7 +12,7 @@
 3. Every seed of every out-of-date `train@<experiment>-<algorithm>` stage (whose tune stage,
    if it has one, is current: its picks.json is read as the stage's `--picks`) goes to one
    executor
-   (`clusterfl.execution`: Ray tasks, worker processes, or this process one after another): a
+   (`clusterfl.run.execution`: Ray tasks, worker processes, or this process one after another): a
    cell does not wait for the one before it. Each cell is written by the train stage's own
    code (`pipeline.train.run` with the shared executor), in a thread of its own: the same files
    in the same place, all or nothing, one MLflow parent run per cell with a nested run per
@@ -38,10 +38,10 @@ from typing import Any
 
 from rich.console import Console
 
-from clusterfl.config import Cell, SuiteConfig, load_params
-from clusterfl.errors import UserError
-from clusterfl.execution import Executor, SerialExecutor
-from clusterfl.process_executor import ProcessExecutor
+from clusterfl.core.errors import UserError
+from clusterfl.run.config import Cell, SuiteConfig, load_params
+from clusterfl.run.execution import Executor, SerialExecutor
+from clusterfl.run.process_executor import ProcessExecutor
 from pipeline import train, tune
 from pipeline.common import SuitePaths
 

@@ -1,7 +1,7 @@
 """`clusterfl track`: which trained cells of a suite the MLflow store holds, and (`--replay`)
 log the others from their outputs on disk (`tracking.json`, the seed histories, the summary),
 e.g. cells trained while the store was down. A cell is never logged twice
-(`clusterfl.tracking.replay_cell`)."""
+(`clusterfl.run.tracking.replay_cell`)."""
 
 import json
 from pathlib import Path
@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from clusterfl.errors import CorruptFile
-from clusterfl.history import log_dir, read_history
+from clusterfl.core.errors import CorruptFile
+from clusterfl.training.history import log_dir, read_history
 from pipeline.common import SuitePaths
 
 
@@ -40,7 +40,7 @@ def load_cell(cell: Path) -> tuple[list[tuple[int, Any]], dict[str, float]]:
 def run(suite: str, console: Console, uri: str | None = None, quiet: bool = False) -> int:
     """Log every trained cell of `suite` the store lacks; returns how many were logged
     (`quiet`: say nothing where nothing had to be logged)."""
-    from clusterfl.tracking import default_tracking_uri, replay_cell
+    from clusterfl.run.tracking import default_tracking_uri, replay_cell
 
     uri = uri or default_tracking_uri()
     found = cells(SuitePaths(suite).results)
@@ -59,7 +59,7 @@ def run(suite: str, console: Console, uri: str | None = None, quiet: bool = Fals
 
 def replay_pending(suite: str, console: Console) -> None:
     """`run`, best effort (the report stage calls it): a store that is down is one warning."""
-    from clusterfl.tracking import reason
+    from clusterfl.run.tracking import reason
 
     if not cells(SuitePaths(suite).results):
         return

@@ -6,8 +6,8 @@ Writes results/<suite>/<experiment>/<algorithm>/seed<k>/history.{json,csv} and s
 with the git commit and an attempt id that differ per run); logs one
 MLflow parent run for the cell and a nested run per seed, best effort (a store that is down
 costs one warning, never the run). How seeds run (in this process or in workers) is an
-executor's business (`clusterfl.execution`). Seeds resume from their round checkpoints in
-checkpoints/<suite>/<experiment>/<algorithm>/ (`clusterfl.checkpoints`), which are removed
+executor's business (`clusterfl.run.execution`). Seeds resume from their round checkpoints in
+checkpoints/<suite>/<experiment>/<algorithm>/ (`clusterfl.run.checkpoints`), which are removed
 once the cell's results are in place. As it ends, a cell of the suite writes finished.json
 beside its logs and prints the whole suite's progress (`pipeline.progress`).
 
@@ -32,18 +32,18 @@ from typing import Any
 import numpy as np
 from rich.console import Console
 
-from clusterfl.callbacks import Callback, progress_callback, replay
-from clusterfl.checkpoints import CheckpointPolicy, remove_checkpoints
-from clusterfl.config import AlgorithmConfig, Experiment, load_params
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_json
 from clusterfl.data import load_dataset
-from clusterfl.errors import UserError
-from clusterfl.execution import Executor, SeedJob, run_jobs
-from clusterfl.executors import choose_executor
-from clusterfl.history import RunHistory, load_history_json
-from clusterfl.io import atomic_write_json
-from clusterfl.metrics import METRICS, metric
 from clusterfl.partition import load_partition
-from clusterfl.tuning import apply_point
+from clusterfl.run.checkpoints import CheckpointPolicy, remove_checkpoints
+from clusterfl.run.config import AlgorithmConfig, Experiment, load_params
+from clusterfl.run.execution import Executor, SeedJob, run_jobs
+from clusterfl.run.executors import choose_executor
+from clusterfl.steps.metrics import METRICS, metric
+from clusterfl.training.callbacks import Callback, progress_callback, replay
+from clusterfl.training.history import RunHistory, load_history_json
+from clusterfl.training.tuning import apply_point
 from pipeline.common import SuitePaths, output_dir, suite_flag
 from pipeline.progress import record_finished, suite_progress
 
@@ -249,7 +249,7 @@ def _tracking_record(params: Any, experiment: str, algorithm: str, cell: dict[st
     """What MLflow gets for this cell (written as tracking.json for a later replay): tags
     to group runs by in the UI (suite, experiment, algorithm, partition and its scheme; the
     benchmark's picked values)."""
-    from clusterfl.tracking import ATTEMPT_TAG, git_commit
+    from clusterfl.run.tracking import ATTEMPT_TAG, git_commit
 
     partition = params.experiment(experiment).partition
     tags = {"stage": "train", "git_commit": git_commit(), "experiment": experiment,
@@ -262,7 +262,12 @@ def _tracking_record(params: Any, experiment: str, algorithm: str, cell: dict[st
 
 
 def _tracker(record: dict[str, Any], suite: str, console: Console) -> Any:
-    from clusterfl.tracking import BestEffortTracker, CellTracker, default_tracking_uri, show_runs
+    from clusterfl.run.tracking import (
+        BestEffortTracker,
+        CellTracker,
+        default_tracking_uri,
+        show_runs,
+    )
 
     uri = default_tracking_uri()
 

@@ -1,6 +1,6 @@
 """Stage `tune` (the benchmark suite): pick one cell's learning rate (and K) on validation.
 
-Every point of the suite's `tuning` grid (`clusterfl.tuning`) is trained with the tuning
+Every point of the suite's `tuning` grid (`clusterfl.training.tuning`) is trained with the tuning
 seeds on the partition's validation split (`seed<k>_validation.npz`: the clients' training
 samples minus their validation samples, scored on the validation samples) and scored by the
 run's primary metric in the last round, mean over the tuning seeds. Writes
@@ -18,13 +18,13 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 
-from clusterfl.config import VALIDATION_KEY, load_params
-from clusterfl.errors import UserError
-from clusterfl.execution import SeedJob, run_jobs
-from clusterfl.executors import choose_executor
-from clusterfl.history import lower_is_better
-from clusterfl.io import atomic_write_json, atomic_write_text, shown
-from clusterfl.tuning import apply_point, grid_points, pick
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_json, atomic_write_text, shown
+from clusterfl.run.config import VALIDATION_KEY, load_params
+from clusterfl.run.execution import SeedJob, run_jobs
+from clusterfl.run.executors import choose_executor
+from clusterfl.training.history import lower_is_better
+from clusterfl.training.tuning import apply_point, grid_points, pick
 from pipeline.common import SuitePaths, output_dir, suite_flag
 
 

@@ -14,7 +14,7 @@ from rich.console import Console
 
 def links(base: str, experiment: str, uri: str) -> list[str]:
     """The runs page of `experiment` if the store has it, else the experiments list."""
-    from clusterfl.tracking import find_experiment, runs_page_url
+    from clusterfl.run.tracking import find_experiment, runs_page_url
 
     found = find_experiment(experiment, uri) if _store_exists(uri) else None
     if found is None:
@@ -29,7 +29,7 @@ def _store_exists(uri: str) -> bool:
 
 
 def run(experiment: str, host: str, port: int, console: Console) -> None:
-    from clusterfl.tracking import default_tracking_uri
+    from clusterfl.run.tracking import default_tracking_uri
 
     uri = default_tracking_uri()
     if uri.startswith(("http://", "https://")):

@@ -1,6 +1,6 @@
 import torch
 
-from clusterfl.aggregation import broadcast, gather, mix, scatter, weighted_average
+from clusterfl.steps.aggregation import broadcast, gather, mix, scatter, weighted_average
 
 
 def test_weighted_average_uses_sample_counts():

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from clusterfl.algorithms import ALGORITHMS, GENERAL_METHODS
-from clusterfl.config import load_params
+from clusterfl.run.config import load_params
 from pipeline.render import Code, stages
 from tests.workspace import copy_pipeline, render
 
@@ -54,7 +54,7 @@ def test_a_cell_depends_on_its_own_algorithm_file_and_the_bases_it_imports():
 def test_importing_the_registry_imports_no_algorithm():
     code = Code(ROOT)
     registry = code.modules["clusterfl.algorithms"]
-    assert registry.top == {"clusterfl.algorithms.base", "clusterfl.loop", "clusterfl.registry"}
+    assert registry.top == {"clusterfl.algorithms.base", "clusterfl.training.loop", "clusterfl.core.registry"}
     assert ALGORITHMS.module("fedrep") == "clusterfl.algorithms.fedrep"
 
 

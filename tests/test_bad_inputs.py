@@ -9,9 +9,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clusterfl.config import load_params
-from clusterfl.errors import UserError
-from clusterfl.io import read_yaml
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import read_yaml
+from clusterfl.run.config import load_params
 from pipeline.cli import app
 from tests.workspace import cli_in_process
 
@@ -60,7 +60,7 @@ def test_a_non_finite_number_is_rejected_naming_its_key(tmp_path, value):
 
 def test_the_options_check_rejects_a_non_finite_float_from_anywhere():
     from clusterfl.algorithms.base import Schedule
-    from clusterfl.options import build_options
+    from clusterfl.core.options import build_options
 
     with pytest.raises(UserError, match=r"^k\.lr: must be a finite number, got inf$"):
         build_options(Schedule, {"lr": math.inf}, "k")
@@ -108,7 +108,7 @@ def test_a_dataset_too_large_for_memory_is_refused_before_anything_is_allocated(
     _one_line_error(result, "datasets.p1_synthetic.clients_per_cluster: 300000000000 clients",
                     "PiB of memory, more than the")
     assert not (tmp_path / "data").exists()
-    from clusterfl.options import require_fits
+    from clusterfl.core.options import require_fits
 
     with pytest.raises(UserError, match=r"^k: 3 rows needs at least 2 KiB of memory, more "
                                         r"than the 1 KiB available here; lower it$"):
@@ -158,7 +158,7 @@ def test_an_unwritable_output_directory_is_one_line_and_writes_nothing(tmp_path,
                            "data/default/raw/p4_threshold: cannot write it (Permission denied)")
     assert "Traceback" not in line and not list((tmp_path / "data").rglob("*.npz"))
     monkeypatch.undo()
-    monkeypatch.setattr("clusterfl.io.temporary_file", refused)  # an atomic write in it
+    monkeypatch.setattr("clusterfl.core.io.temporary_file", refused)  # an atomic write in it
     _one_line_error(_cli(tmp_path, "download", "p4_threshold", "-p", "params.yaml"),
                     "cannot write (Permission denied); nothing was changed there")
     assert not list((tmp_path / "data").rglob("*.npz"))

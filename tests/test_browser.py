@@ -118,7 +118,7 @@ def _runs(repo: Path) -> dict[str, str]:
 
 
 def _experiment_id(repo: Path) -> str:
-    from clusterfl.tracking import find_experiment
+    from clusterfl.run.tracking import find_experiment
 
     return find_experiment("clusterfl", f"sqlite:///{repo / 'mlflow.db'}")
 
@@ -139,7 +139,7 @@ def _expand_parents(page) -> None:
 
 
 def test_runs_table_shows_cells_and_seed_runs(page, server, repo, tmp_path):
-    from clusterfl.tracking import runs_page_url
+    from clusterfl.run.tracking import runs_page_url
 
     page.goto(runs_page_url(server, _experiment_id(repo)))
     for alg in ALGORITHMS:
@@ -210,7 +210,7 @@ def test_parent_run_lists_figures_and_summary(page, server, repo, tmp_path):
 
 def test_chart_view_compares_two_algorithms(page, server, repo, tmp_path):
     """docs/operations.md's walkthrough: filter to seed 0 of each cell, switch to the chart view."""
-    from clusterfl.tracking import runs_page_url
+    from clusterfl.run.tracking import runs_page_url
 
     url = runs_page_url(server, _experiment_id(repo))
     page.goto(f"{url}&compareRunsMode=CHART&searchFilter={quote(SEED0)}")

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from clusterfl.checkpoints import CheckpointPolicy, Interrupted, SeedCheckpoint, run_key
-from clusterfl.config import load_params
 from clusterfl.data import build_dataset, save_dataset
-from clusterfl.execution import SeedJob
-from clusterfl.history import RunHistory
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import save_partition
-from clusterfl.runner import SeedInputs, run_seed
+from clusterfl.run.checkpoints import CheckpointPolicy, Interrupted, SeedCheckpoint, run_key
+from clusterfl.run.config import load_params
+from clusterfl.run.execution import SeedJob
+from clusterfl.run.runner import SeedInputs, run_seed
+from clusterfl.training.history import RunHistory
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = load_params(ROOT / "params.yaml")
@@ -243,7 +243,7 @@ def test_sigterm_finishes_the_round_checkpoints_and_stops(tmp_path):
 def test_bad_checkpoint_params_name_the_key(tmp_path, block, message):
     import yaml
 
-    from clusterfl.errors import UserError
+    from clusterfl.core.errors import UserError
 
     raw = yaml.safe_load((ROOT / "params.yaml").read_text())
     raw["checkpoints"] = block

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from clusterfl.config import load_params
 from clusterfl.reports.verdicts import FAILS, NOISE
+from clusterfl.run.config import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADER = "| claim | paper | ours | verdict | reading | open choices | cause |"

@@ -85,8 +85,8 @@ def test_tune_help_shows_its_true_default_and_its_error_names_the_suite():
 def test_report_hint_keeps_the_suite(tmp_path):
     """`report --suite paper` said to run `clusterfl train EXP ALG`, which trains the
     default suite's cell."""
-    from clusterfl.config import load_params
-    from clusterfl.errors import UserError
+    from clusterfl.core.errors import UserError
+    from clusterfl.run.config import load_params
     from pipeline.report import _cells_with_results
 
     params = load_params(ROOT / "suites/paper/params.yaml")

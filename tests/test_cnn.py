@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from clusterfl.core.errors import UserError
 from clusterfl.engine import ENGINES, ClientData, Sgd, make_plan
-from clusterfl.errors import UserError
-from clusterfl.models import build_model, init_params
+from clusterfl.training.models import build_model, init_params
 
 
 def test_cnn_output_shape_and_pooling_arithmetic():

@@ -4,7 +4,7 @@ import json
 
 from typer.testing import CliRunner
 
-from clusterfl.history import RunHistory
+from clusterfl.training.history import RunHistory
 from pipeline.cli import app
 
 

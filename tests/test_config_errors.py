@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterfl.config import SuiteConfig, load_params
-from clusterfl.errors import UserError
-from clusterfl.suite import suite_file
+from clusterfl.core.errors import UserError
+from clusterfl.core.suite import suite_file
+from clusterfl.run.config import SuiteConfig, load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 RAW = yaml.safe_load((ROOT / "params.yaml").read_text())

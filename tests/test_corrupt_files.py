@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 import yaml
 
-from clusterfl.errors import CorruptFile
-from clusterfl.history import RunHistory, load_history_json
-from clusterfl.io import atomic_write_npz, read_npz
+from clusterfl.core.errors import CorruptFile
+from clusterfl.core.io import atomic_write_npz, read_npz
+from clusterfl.training.history import RunHistory, load_history_json
 from tests.workspace import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +188,7 @@ def test_history_checksum_format_and_rounds(tmp_path):
 def test_a_failed_cell_closes_its_open_seed_runs(tmp_path):
     from mlflow.tracking import MlflowClient
 
-    from clusterfl.tracking import CellTracker
+    from clusterfl.run.tracking import CellTracker
 
     uri = f"sqlite:///{tmp_path / 'm.db'}"
     tracker = CellTracker("e", "exp/alg", {"a": 1}, {"suite": "s"}, uri=uri)

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.config import load_params
+from clusterfl.core.types import Dataset
 from clusterfl.data import build_dataset
 from clusterfl.engine import VectorizedEngine
 from clusterfl.partition import build_partition
-from clusterfl.runner import run_seed
-from clusterfl.types import Dataset
+from clusterfl.run.config import load_params
+from clusterfl.run.runner import run_seed
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.cuda.is_available()

@@ -7,9 +7,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from clusterfl.devices import resolve_device
-from clusterfl.errors import UserError
-from clusterfl.ray_executor import materialize
+from clusterfl.core.errors import UserError
+from clusterfl.run.devices import resolve_device
+from clusterfl.run.ray_executor import materialize
 
 ROOT = Path(__file__).resolve().parents[1]
 CUDA = torch.cuda.is_available()
@@ -50,7 +50,7 @@ def test_a_task_file_is_written_once_under_its_digest(tmp_path):
 def test_an_experiment_another_writer_just_created_is_used():
     from mlflow.exceptions import MlflowException
 
-    from clusterfl.tracking import _experiment_id
+    from clusterfl.run.tracking import _experiment_id
 
     class Client:  # the other writer creates it between our look-up and our create
         calls = 0

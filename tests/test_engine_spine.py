@@ -6,7 +6,7 @@ import torch
 
 from clusterfl.algorithms import ALGORITHMS, NeuralContext, Schedule
 from clusterfl.engine import ENGINES, Sgd, make_plan
-from clusterfl.models import build_model, init_params
+from clusterfl.training.models import build_model, init_params
 
 
 def _run(method: str, engine: str, data, **schedule) -> list[dict]:

@@ -1,4 +1,4 @@
-from clusterfl.history import RunHistory, read_history
+from clusterfl.training.history import RunHistory, read_history
 
 
 def _history() -> RunHistory:

@@ -1,5 +1,5 @@
 """The layers stay layers: no import cycle in src/ or pipeline/, and the engine (the lowest
-layer but `clusterfl.types`) never pulls in the loop, checkpoints, history, config or
+layer but `clusterfl.core.types`) never pulls in the loop, checkpoints, history, config or
 evaluators. Read from the source by `pipeline.imports` (what `clusterfl render` derives code
 deps from), so imports inside functions count too."""
 
@@ -10,8 +10,8 @@ from pipeline.imports import closure, cycles, function_imports, graph
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH = graph(ROOT)
 # Modules the engine must not execute: what builds on it (a package forbids its submodules).
-ABOVE_ENGINE = ("clusterfl.loop", "clusterfl.checkpoints", "clusterfl.history",
-                "clusterfl.config", "clusterfl.evaluators")
+ABOVE_ENGINE = ("clusterfl.training.loop", "clusterfl.run.checkpoints", "clusterfl.training.history",
+                "clusterfl.run.config", "clusterfl.evaluators")
 
 
 def test_no_import_cycles() -> None:

@@ -14,14 +14,14 @@ import pytest
 
 from clusterfl.algorithms import Schedule
 from clusterfl.algorithms.pfedkm import PFedKM, PFedKMHyper
-from clusterfl.callbacks import replay
-from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.data import build_dataset, save_dataset
-from clusterfl.execution import SeedJob, SerialExecutor, run_jobs
-from clusterfl.executors import choose_executor
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import save_partition
-from clusterfl.process_executor import ProcessExecutor
+from clusterfl.run.config import AlgorithmConfig, Experiment
+from clusterfl.run.execution import SeedJob, SerialExecutor, run_jobs
+from clusterfl.run.executors import choose_executor
+from clusterfl.run.process_executor import ProcessExecutor
+from clusterfl.training.callbacks import replay
 
 
 class Recorder:

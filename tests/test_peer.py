@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterfl.config import load_params
 from clusterfl.data import Dataset
 from clusterfl.papers.benchmark.tools import peer
 from clusterfl.partition import Partition, views
 from clusterfl.partition.validation import carve_validation
+from clusterfl.run.config import load_params
 
 PARAMS = Path(__file__).resolve().parents[1] / "suites" / "benchmark" / "params.yaml"
 

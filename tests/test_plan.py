@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterfl.config import load_params
-from clusterfl.io import atomic_write_json
+from clusterfl.core.io import atomic_write_json
+from clusterfl.run.config import load_params
 from pipeline.common import SuitePaths
 from pipeline.plan import (
     CellPlan,

@@ -1,7 +1,7 @@
 """What a user sees: progress where the output is not a terminal (periodic plain lines with
 the primary metric), and `list algorithms` naming what `train` takes."""
 
-from clusterfl.callbacks import LineProgress
+from clusterfl.training.callbacks import LineProgress
 
 
 class Clock:

@@ -84,8 +84,8 @@ def data(workspace):
 
 
 def _serial_jobs(ws: Path) -> list:
-    from clusterfl.config import load_params
-    from clusterfl.execution import SeedJob
+    from clusterfl.run.config import load_params
+    from clusterfl.run.execution import SeedJob
     from pipeline.common import SuitePaths
 
     params = load_params(ws / "params.yaml")
@@ -156,8 +156,8 @@ def local_ray():
 
 def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, serial, local_ray,
                                                                     tmp_path):
-    from clusterfl.execution import run_jobs
-    from clusterfl.ray_executor import RayExecutor, run_task
+    from clusterfl.run.execution import run_jobs
+    from clusterfl.run.ray_executor import RayExecutor, run_task
 
     ws = data
     marker = tmp_path / "died-once"
@@ -186,9 +186,9 @@ def test_a_worker_killed_mid_task_is_retried_with_the_same_numbers(data, serial,
 
 
 def test_serial_process_and_ray_executors_give_the_same_histories(data, local_ray):
-    from clusterfl.execution import SerialExecutor, run_jobs
-    from clusterfl.process_executor import ProcessExecutor
-    from clusterfl.ray_executor import RayExecutor
+    from clusterfl.run.execution import SerialExecutor, run_jobs
+    from clusterfl.run.process_executor import ProcessExecutor
+    from clusterfl.run.ray_executor import RayExecutor
 
     jobs = _serial_jobs(data)[2:]  # pfedkm_k2, seeds 0 and 1
     runs = [[(job.name, _json(h)) for job, h in run_jobs(executor, jobs)]
@@ -198,8 +198,8 @@ def test_serial_process_and_ray_executors_give_the_same_histories(data, local_ra
 
 
 def test_a_failed_cell_leaves_no_output_and_the_others_finish(data, local_ray):
-    from clusterfl.config import Cell
-    from clusterfl.ray_executor import RayExecutor, run_task
+    from clusterfl.run.config import Cell
+    from clusterfl.run.ray_executor import RayExecutor, run_task
     from pipeline.sweep import run_cells
 
     ws = data
@@ -234,7 +234,7 @@ def test_four_tasks_log_to_one_server_at_once_and_every_metric_arrives(server, l
 
     @ray.remote(num_cpus=0.25)
     def log_cell(i: int) -> None:
-        from clusterfl.tracking import CellTracker
+        from clusterfl.run.tracking import CellTracker
 
         tracker = CellTracker("concurrent", f"cell{i}", {"cell": i}, {"stage": "test"},
                               uri=server)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from clusterfl.recovery import (
+from clusterfl.steps.recovery import (
     adjusted_rand,
     best_matching,
     matched_accuracy,

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from clusterfl.config import load_params
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from clusterfl.papers.benchmark.report import sizes
+from clusterfl.run.config import load_params
 from pipeline import reference
 from pipeline.cli import app
 from tests.workspace import cli_in_process, grid

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from clusterfl.config import load_params
+from clusterfl.run.config import load_params
 from pipeline.imports import closure
 from pipeline.render import CLI, Code, cell_loop, compact_items, dvc_file, stages, suite_files
 from tests.workspace import dvc_stages

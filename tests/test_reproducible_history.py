@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterfl.history import RunHistory, read_history
+from clusterfl.training.history import RunHistory, read_history
 from tests.workspace import cli_in_process
 
 ROOT = Path(__file__).resolve().parents[1]

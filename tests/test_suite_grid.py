@@ -1,4 +1,4 @@
-"""Suites as grids (`clusterfl.suite`): the cells, partitions and datasets a suite's
+"""Suites as grids (`clusterfl.core.suite`): the cells, partitions and datasets a suite's
 `dvc.yaml` iterates over are derived from experiments x algorithms, and `extends` merges a
 parent suite's block."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterfl.config import load_params
-from clusterfl.errors import UserError, unknown_name
-from clusterfl.suite import Cell, grid_cells, grid_experiments, merge, needed
+from clusterfl.core.errors import UserError, unknown_name
+from clusterfl.core.suite import Cell, grid_cells, grid_experiments, merge, needed
+from clusterfl.run.config import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_OF = {"e1": "pa", "e2": "pa", "e3": "pb"}
@@ -104,7 +104,7 @@ def test_training_imports_only_the_paper_of_its_cell():
     import subprocess
     import sys
 
-    probe = ("import sys; from pathlib import Path; from clusterfl.config import load_params;"
+    probe = ("import sys; from pathlib import Path; from clusterfl.run.config import load_params;"
              "p = load_params(Path('params.yaml'), load=());"
              "p.algorithm('pfedkm_k3', experiment='p1_synthetic_mlr');"
              "print(sorted(m for m in sys.modules if m.startswith('clusterfl.papers.')"

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clusterfl.config import load_params
-from clusterfl.errors import UserError
-from clusterfl.suite import home, merge
+from clusterfl.core.errors import UserError
+from clusterfl.core.suite import home, merge
+from clusterfl.run.config import load_params
 from pipeline.render import Code, stages
 from tests.workspace import dvc_stages
 

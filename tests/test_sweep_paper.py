@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from clusterfl.config import load_params
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
+from clusterfl.run.config import load_params
 from pipeline import sweep
 
 ROOT = Path(__file__).resolve().parents[1]

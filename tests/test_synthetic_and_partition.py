@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
 from clusterfl.data import Dataset
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
-from clusterfl.errors import UserError
 from clusterfl.partition import build_partition, load_partition, save_partition
 
 

@@ -26,8 +26,8 @@ import torch
 
 from clusterfl.algorithms import ALGORITHMS
 from clusterfl.evaluators import EVALUATORS
-from clusterfl.loop import FederatedAlgorithm, RunContext, View
-from clusterfl.metrics import Metric, register
+from clusterfl.training.loop import FederatedAlgorithm, RunContext, View
+from clusterfl.steps.metrics import Metric, register
 from clusterfl.papers import Paper
 from clusterfl.partition import views
 

@@ -4,8 +4,8 @@ report to a run of its own."""
 
 from pathlib import Path
 
-from clusterfl import tracking
-from clusterfl.config import load_params
+from clusterfl.run import tracking
+from clusterfl.run.config import load_params
 from pipeline.train import cell_position, run_params
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,13 +1,13 @@
-"""The benchmark's tuning protocol as pure steps (`clusterfl.tuning`), with exact values."""
+"""The benchmark's tuning protocol as pure steps (`clusterfl.training.tuning`), with exact values."""
 
 import math
 
 import pytest
 
 from clusterfl.algorithms import ALGORITHMS, Schedule
-from clusterfl.config import AlgorithmConfig, Experiment
-from clusterfl.errors import UserError
-from clusterfl.tuning import apply_point, cluster_field, grid_points, parse_tuning, pick
+from clusterfl.core.errors import UserError
+from clusterfl.run.config import AlgorithmConfig, Experiment
+from clusterfl.training.tuning import apply_point, cluster_field, grid_points, parse_tuning, pick
 
 RAW = {"seeds": [0], "lr": [0.03, 0.1], "clusters": {"rot": [4, 2]}, "default_clusters": [2, 3]}
 

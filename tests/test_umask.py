@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from clusterfl.io import (
+from clusterfl.core.io import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_npz,

@@ -54,7 +54,7 @@ def cli_in_process(ws: Path, *args: str, params: str | None = "params.yaml",
                     mp.delenv(name, raising=False)
                 else:
                     mp.setenv(name, value)
-            from clusterfl.execution import _dataset
+            from clusterfl.run.execution import _dataset
 
             _dataset.cache_clear()  # keyed by a relative path: another workspace's file
             result = CliRunner().invoke(app, [*args, *(["-p", params] if params else [])])

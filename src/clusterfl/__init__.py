@@ -2,7 +2,7 @@
 
 The core library: data sources, partition schemes, models, the local-training engine,
 algorithms on a shared round loop, run histories and reports. Nothing here imports DVC or
-Typer; MLflow is imported only by `clusterfl.tracking`.
+Typer; MLflow is imported only by `clusterfl.run.tracking`.
 """
 
 import os

@@ -11,13 +11,13 @@ import torch
 from torch.nn.functional import cross_entropy
 
 from clusterfl.algorithms import ALGORITHMS, NeuralAlgorithm, NeuralContext, Schedule
-from clusterfl.config import SuiteConfig, load_params
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.history import RunHistory
-from clusterfl.models import build_model
 from clusterfl.partition.schemes import NaturalOptions, natural
-from clusterfl.runner import run_seed
+from clusterfl.run.config import SuiteConfig, load_params
+from clusterfl.run.runner import run_seed
+from clusterfl.training.history import RunHistory
+from clusterfl.training.models import build_model
 from tests.engine.conftest import CLASSES, FEATURES, make_data
 
 ROOT = Path(__file__).resolve().parents[2]

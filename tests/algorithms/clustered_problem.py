@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 
 from clusterfl.algorithms import NeuralContext, Schedule
+from clusterfl.core.types import Tensors
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.models import build_model
-from clusterfl.types import Tensors
+from clusterfl.training.models import build_model
 
 
 def label_function_clusters(clusters: int, per_cluster: int, seed: int = 0

@@ -6,8 +6,8 @@ from clusterfl.algorithms import ALGORITHMS, NeuralAlgorithm, NeuralContext, Sch
 from clusterfl.algorithms.base import client_data, holdout_data
 from clusterfl.data.synthetic import FedSoftRegressionOptions, fedsoft_regression
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.models import build_model
 from clusterfl.partition.mixtures import MixtureOptions, fedsoft_mixture
+from clusterfl.training.models import build_model
 
 
 def mixture_context(schedule: Schedule, num_clients: int = 20, pattern: str = "10:90",

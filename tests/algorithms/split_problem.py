@@ -16,13 +16,13 @@ import torch
 import torch.nn.functional as F
 
 from clusterfl.algorithms import ALGORITHMS, NeuralContext, Schedule
-from clusterfl.config import load_params
+from clusterfl.core.types import Tensors
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.models import build_model
 from clusterfl.partition.schemes import NaturalOptions, natural
-from clusterfl.runner import run_seed
-from clusterfl.types import Tensors
+from clusterfl.run.config import load_params
+from clusterfl.run.runner import run_seed
+from clusterfl.training.models import build_model
 from tests.algorithms.baselines import row  # noqa: F401  (re-exported for the split tests)
 
 ROOT = Path(__file__).resolve().parents[2]

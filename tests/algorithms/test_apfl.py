@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from clusterfl.algorithms.apfl import Apfl, ApflHyper, ApflStep
+from clusterfl.core.errors import UserError
 from clusterfl.engine.rules import descend_unfused_
-from clusterfl.errors import UserError
 from tests.algorithms.baselines import (
     assert_models_close,
     both_engines,

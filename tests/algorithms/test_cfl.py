@@ -21,7 +21,7 @@ from clusterfl.algorithms.cfl import (
 )
 from clusterfl.algorithms.fedavg import FedAvgHyper
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.models import build_model
+from clusterfl.training.models import build_model
 
 # A chain of similarities 0 -0.9- 1 -0.85- 2 -0.8- 3 -0.6- 4, every other pair lower and
 # distinct: the bipartition with the smallest largest cross similarity cuts the 0.6 link.

@@ -12,11 +12,11 @@ import pytest
 from clusterfl.algorithms.fedgroup import FedGroupHyper
 from clusterfl.algorithms.fesem import FeSemHyper
 from clusterfl.algorithms.flhc import FlHcHyper
-from clusterfl.config import load_params
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
 from clusterfl.partition.schemes import NaturalOptions, natural
-from clusterfl.runner import run_seed
-from clusterfl.tuning import cluster_field
+from clusterfl.run.config import load_params
+from clusterfl.run.runner import run_seed
+from clusterfl.training.tuning import cluster_field
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from clusterfl.algorithms.pfedkm import clustered_server_step
-from clusterfl.clustering import (
+from clusterfl.steps.clustering import (
     align_to,
     cluster_average,
     distinct_rows,

@@ -4,8 +4,8 @@ the global steps' batches, both engines agree, one seed through the runner is de
 import pytest
 import torch
 
-from clusterfl.aggregation import weighted_average
 from clusterfl.algorithms.ditto import Ditto, DittoHyper
+from clusterfl.steps.aggregation import weighted_average
 from tests.algorithms.baselines import (
     SIZES,
     assert_models_close,

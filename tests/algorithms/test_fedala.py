@@ -13,7 +13,7 @@ from clusterfl.algorithms.fedala import (
     converged,
     subset_plan,
 )
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from tests.algorithms.split_problem import (
     HEAD,
     TIGHT,

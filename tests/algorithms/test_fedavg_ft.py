@@ -7,7 +7,7 @@ from clusterfl.algorithms import ALGORITHMS, NeuralContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvgHyper
 from clusterfl.algorithms.fedavg_ft import FedAvgFt, FedAvgFtHyper
 from clusterfl.engine import ENGINES
-from clusterfl.models import build_model
+from clusterfl.training.models import build_model
 from tests.algorithms.test_p1_algorithms import _mlr_grad_at_zero, _zero_start
 
 

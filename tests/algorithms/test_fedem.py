@@ -9,8 +9,8 @@ import torch
 
 from clusterfl.algorithms import Schedule
 from clusterfl.algorithms.fedem import FedEMHyper, component_average, e_step, m_step
-from clusterfl.errors import UserError
-from clusterfl.options import build_options
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options
 from tests.algorithms.soft_problem import build, mixture_context, tiny_context
 
 LN3, LN4 = math.log(3.0), math.log(4.0)

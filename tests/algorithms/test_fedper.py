@@ -6,7 +6,7 @@ import torch
 
 from clusterfl.algorithms.fedper import FedPerHyper
 from clusterfl.algorithms.split_model import split_names
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from tests.algorithms.split_problem import (
     BASE,
     HEAD,

@@ -6,8 +6,8 @@ import pytest
 from clusterfl.algorithms import ALGORITHMS
 from clusterfl.algorithms.fedavg import FedAvgHyper
 from clusterfl.algorithms.fedprox import FedProx, FedProxHyper
-from clusterfl.errors import UserError
-from clusterfl.options import build_options
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options
 from tests.algorithms.baselines import (
     SIZES,
     assert_models_close,

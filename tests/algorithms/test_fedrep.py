@@ -5,7 +5,7 @@ input, and a seed through the runner."""
 import pytest
 
 from clusterfl.algorithms.fedrep import FedRepHyper
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from tests.algorithms.split_problem import (
     BASE,
     HEAD,

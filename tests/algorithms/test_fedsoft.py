@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.aggregation import weighted_average
 from clusterfl.algorithms import Schedule
 from clusterfl.algorithms.fedsoft import (
     FedSoftHyper,
@@ -14,9 +13,10 @@ from clusterfl.algorithms.fedsoft import (
     importance_weights,
     select_per_cluster,
 )
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options
 from clusterfl.engine.rules import add_penalty_grads_, descend_unfused_
-from clusterfl.errors import UserError
-from clusterfl.options import build_options
+from clusterfl.steps.aggregation import weighted_average
 from tests.algorithms.soft_problem import build, mixture_context, tiny_context
 
 # Two centers, two clients; client 1 has 2 real samples of 4 (the rest is padding).

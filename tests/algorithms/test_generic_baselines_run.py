@@ -10,10 +10,10 @@ import pytest
 
 from clusterfl.algorithms.cfl import CflHyper
 from clusterfl.algorithms.fedavg_ft import FedAvgFtHyper
-from clusterfl.config import load_params
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
 from clusterfl.partition.schemes import NaturalOptions, natural
-from clusterfl.runner import run_seed
+from clusterfl.run.config import load_params
+from clusterfl.run.runner import run_seed
 
 ROOT = Path(__file__).resolve().parents[2]
 

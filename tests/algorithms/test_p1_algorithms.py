@@ -12,8 +12,8 @@ from clusterfl.algorithms.pfedkm import PFedKMHyper
 from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
 from clusterfl.data.synthetic import ClusteredSyntheticOptions, clustered_synthetic
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.models import build_model
 from clusterfl.partition.schemes import NaturalOptions, natural
+from clusterfl.training.models import build_model
 
 
 def _zero_start(cls):

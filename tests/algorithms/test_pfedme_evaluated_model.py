@@ -8,11 +8,11 @@ import torch
 from clusterfl.algorithms import NeuralContext, Schedule
 from clusterfl.algorithms.pfedkm import PFedKM, PFedKMHyper
 from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options
 from clusterfl.engine import ENGINES
-from clusterfl.errors import UserError
 from clusterfl.evaluators.views import ModelViews
-from clusterfl.models import build_model
-from clusterfl.options import build_options
+from clusterfl.training.models import build_model
 from tests.algorithms.test_p1_algorithms import _mlr_grad_at_zero, _zero_start
 
 

@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from clusterfl.algorithms.base import Schedule, build_engine
-from clusterfl.config import load_params
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options
 from clusterfl.data import build_dataset
 from clusterfl.engine import ReferenceEngine, VectorizedEngine
-from clusterfl.errors import UserError
-from clusterfl.models import build_model
-from clusterfl.options import build_options
 from clusterfl.partition import build_partition
-from clusterfl.runner import run_seed
+from clusterfl.run.config import load_params
+from clusterfl.run.runner import run_seed
+from clusterfl.training.models import build_model
 from tests.engine.conftest import make_data
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,7 +8,7 @@ import torch
 
 from clusterfl.algorithms.train_only import GradientsOnce, TrainOnly
 from clusterfl.engine import Adam, Prox, ReferenceEngine, Sgd, VectorizedEngine, make_plan
-from clusterfl.models import build_model, init_params
+from clusterfl.training.models import build_model, init_params
 from tests.algorithms.split_problem import (
     TIGHT,
     assert_models_close,

@@ -3,8 +3,8 @@ import os
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
 from clusterfl.data.download import Resource, fetch
-from clusterfl.errors import UserError
 from tests.data.formats_fixtures import md5, write_idx_gz
 
 DEAD_URL = "http://127.0.0.1:9/official/"  # connection refused at once: an offline machine

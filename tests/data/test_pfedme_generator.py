@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
 from clusterfl.data import build_dataset
-from clusterfl.errors import UserError
 
 PFEDME = {"generator": "pfedme", "max_size": None}
 

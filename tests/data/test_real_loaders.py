@@ -6,8 +6,8 @@ import zipfile
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
 from clusterfl.data import build_dataset, real
-from clusterfl.errors import UserError
 from tests.data.formats_fixtures import idx_bytes, md5, write_cifar_tar, write_har_zip, write_idx_gz
 
 

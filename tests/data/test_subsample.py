@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options
 from clusterfl.data import Dataset
 from clusterfl.data.real import FashionMnistOptions, subsample
-from clusterfl.errors import UserError
-from clusterfl.options import build_options
 
 
 def test_subsample_keeps_drawn_rows_in_order_with_their_labels_and_split():

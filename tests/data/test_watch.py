@@ -8,8 +8,8 @@ import zipfile
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
 from clusterfl.data import watch
-from clusterfl.errors import UserError
 from clusterfl.partition.clustered import ModalityOptions, modality
 
 

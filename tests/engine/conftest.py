@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from clusterfl.engine import ClientData
-from clusterfl.models import build_model, init_params
+from clusterfl.training.models import build_model, init_params
 
 FEATURES, CLASSES = 12, 4
 SIZES = (9, 23, 5, 16, 12)  # unequal on purpose: padding and epochs mode

@@ -8,13 +8,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from clusterfl.bench import (
+from clusterfl.bench.cpu import (
     algorithm_round,
     time_rounds,
     training_flops_per_sample,
 )
 from clusterfl.engine import VectorizedEngine, configure_threads, split_threads
-from clusterfl.models import build_model
+from clusterfl.training.models import build_model
 from pipeline.bench_cmd import bench_app
 from tests.engine.conftest import MODELS, make_data
 
@@ -98,7 +98,7 @@ def test_split_threads():
 
 
 def test_round_data_falls_back_to_synthetic_and_says_so(tmp_path):
-    from clusterfl.bench import fashion_mnist
+    from clusterfl.bench.cpu import fashion_mnist
 
     x, y, source = fashion_mnist(np.random.default_rng(0), root=tmp_path)
     assert x.shape == (70000, 784) and x.dtype == np.float32

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.bench import synthetic_clients
-from clusterfl.bench_gpu import plain_sgd_steps, precision_effect
+from clusterfl.bench.cpu import synthetic_clients
+from clusterfl.bench.gpu import plain_sgd_steps, precision_effect
 from clusterfl.engine import ReferenceEngine, Sgd, make_plan
-from clusterfl.models import build_model
+from clusterfl.training.models import build_model
 from tests.engine.conftest import stacked_params
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ def test_bench_gpu_runs_without_cuda_and_without_mlflow_dvc_mlxtend(tmp_path):
     blocked = "import sys; sys.modules.update(mlflow=None, dvc=None, mlxtend=None)"
     # `bench round`'s rows time 4 rounds of 20 Fashion-MNIST-sized clients (21 of this test's
     # 30 s of CPU); their numbers are not what it checks, so 2 rounds (a warm-up and 1 timed)
-    small_rounds = ("import clusterfl.bench_gpu as g; full = g.bench_round; "
+    small_rounds = ("import clusterfl.bench.gpu as g; full = g.bench_round; "
                     "g.bench_round = lambda a, rounds, device: full(a, rounds=1, device=device)")
     code = (f"{blocked}; {small_rounds}; from pipeline.cli import app; "
             f"app(['bench', 'gpu', '--clients', '2', "

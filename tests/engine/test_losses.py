@@ -11,10 +11,10 @@ import pytest
 import torch
 import yaml
 
-from clusterfl.config import SuiteConfig
+from clusterfl.core.errors import UserError
 from clusterfl.engine import Adam, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.engine.losses import LOSSES, loss_grad, num_correct, sample_loss
-from clusterfl.errors import UserError
+from clusterfl.run.config import SuiteConfig
 from tests.engine.conftest import MODELS, SIZES, make_data, stacked_params
 
 # logits (ln 3, 0), label 0: softmax (3/4, 1/4), sigmoid (3/4, 1/2)

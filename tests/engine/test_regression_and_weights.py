@@ -7,7 +7,7 @@ import torch
 
 from clusterfl.engine import Adam, ClientData, Prox, ReferenceEngine, Sgd, VectorizedEngine
 from clusterfl.engine.plan import make_plan
-from clusterfl.models import build_model
+from clusterfl.training.models import build_model
 from tests.engine.conftest import FEATURES, SIZES, make_data, stacked_params
 
 CLIENTS = torch.tensor([3, 0, 4, 1])

@@ -3,9 +3,7 @@
 import numpy as np
 import torch
 
-from clusterfl.aggregation import largest_weight_centers
 from clusterfl.algorithms.base import holdout_data
-from clusterfl.clustering import match_centers
 from clusterfl.data.synthetic import FedSoftRegressionOptions, fedsoft_regression
 from clusterfl.engine import ClientData, VectorizedEngine
 from clusterfl.evaluators.holdout import (
@@ -15,10 +13,12 @@ from clusterfl.evaluators.holdout import (
     local_metrics,
     mixture_mae,
 )
-from clusterfl.loop import GroundTruth, View
-from clusterfl.models import build_model
 from clusterfl.partition import holdout_data as partition_holdout
 from clusterfl.partition.mixtures import MixtureOptions, fedsoft_mixture
+from clusterfl.steps.aggregation import largest_weight_centers
+from clusterfl.steps.clustering import match_centers
+from clusterfl.training.loop import GroundTruth, View
+from clusterfl.training.models import build_model
 
 ONE = np.ones((1, 1), np.float32)
 

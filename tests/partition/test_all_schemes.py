@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from clusterfl.core.errors import UserError
 from clusterfl.data import Dataset, build_dataset
-from clusterfl.errors import UserError
 from clusterfl.partition import (
     build_partition,
     client_data,

@@ -4,7 +4,7 @@ shift), with the ground truth kept like `rotation`'s."""
 import numpy as np
 import pytest
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from clusterfl.partition import build_partition, client_data, load_partition, save_partition
 from clusterfl.partition.report import summarize_partition
 from clusterfl.partition.views import decode, label_map

@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from clusterfl.config import SuiteConfig
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from clusterfl.partition import Partition
 from clusterfl.partition.validation import validation_split
+from clusterfl.run.config import SuiteConfig
 
 
 def _partition() -> Partition:

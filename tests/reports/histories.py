@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from clusterfl.history import RunHistory
-from clusterfl.io import content_sha256
+from clusterfl.core.io import content_sha256
 from clusterfl.papers import Paper
+from clusterfl.training.history import RunHistory
 
 
 def write_accuracy_run(results: Path, exp: str, alg: str, seed: int, accs: Sequence[float],

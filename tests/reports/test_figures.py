@@ -1,9 +1,9 @@
 """Shared figures: written only when there is something to draw; the clustering figure's
 panels are the metrics of its list that some cell records."""
 
-from clusterfl.metrics import ARI, KMEANS_SECONDS
 from clusterfl.reports import figures
 from clusterfl.reports.runs import assignments, mean_curve
+from clusterfl.steps.metrics import ARI, KMEANS_SECONDS
 from tests.reports.histories import write_accuracy_run
 
 PNG = b"\x89PNG"

@@ -4,7 +4,7 @@ results (which carry no generated data), from its summary: the same numbers eith
 import numpy as np
 import pytest
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from clusterfl.partition import Partition, save_partition
 from clusterfl.reports.mixtures import read_mixtures, summary_file, write_summary
 

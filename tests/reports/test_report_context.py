@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from clusterfl.history import RunHistory
 from clusterfl.papers import load_papers
+from clusterfl.training.history import RunHistory
 from pipeline import report as stage
 from tests.papers.p4.test_p4_report import header_only_tables
 from tests.papers.p4.test_p4_report import write as write_p4

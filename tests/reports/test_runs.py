@@ -3,10 +3,10 @@ primary metric (declared by the history, else test_acc, else test_mse)."""
 
 import pytest
 
-from clusterfl.errors import UserError
-from clusterfl.history import RunHistory
-from clusterfl.metrics import ARI, TEST_ACC, TEST_MSE
+from clusterfl.core.errors import UserError
 from clusterfl.reports import runs
+from clusterfl.steps.metrics import ARI, TEST_ACC, TEST_MSE
+from clusterfl.training.history import RunHistory
 from tests.reports.histories import declare_primary, write_accuracy_run
 
 

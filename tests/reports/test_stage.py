@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from rich.console import Console
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from clusterfl.papers import load_papers
 from clusterfl.reports.section import ReportInput, ReportOutput
 from pipeline import report as stage

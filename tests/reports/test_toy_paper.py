@@ -9,8 +9,8 @@ from textwrap import dedent
 import pytest
 from rich.console import Console
 
-from clusterfl.history import RunHistory
 from clusterfl.papers import BUILTIN, load_papers
+from clusterfl.training.history import RunHistory
 from pipeline import report as stage
 from tests.reports.histories import StandInSuite, declare_primary, write_accuracy_run
 
@@ -19,7 +19,7 @@ PACKAGE = "toy_paper_for_report_test"
 INIT = f'''
 from pathlib import Path
 
-from clusterfl.metrics import METRICS, Metric, register
+from clusterfl.steps.metrics import METRICS, Metric, register
 from clusterfl.papers import Paper
 
 # a metric of the toy's own: a model-free method's objective, lower is better

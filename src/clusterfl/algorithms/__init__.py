@@ -1,7 +1,7 @@
 """The algorithm registry: a params `method:` name -> algorithm class (with its `Hyper`).
 
 Every general method is one file of this folder, named here as "module:Class" and imported
-on its first lookup (`clusterfl.registry`): importing the registry imports no algorithm, and
+on its first lookup (`clusterfl.core.registry`): importing the registry imports no algorithm, and
 a train cell's DVC deps name its own algorithm's file, not the folder (`clusterfl render`).
 The other files are what several methods share: `base.py` (the round loop of neural
 algorithms, the server's upload weights), `split_model.py` (FedPer, FedRep, LG-FedAvg) and
@@ -11,8 +11,8 @@ own (`ALGORITHMS.add`).
 """
 
 from clusterfl.algorithms.base import NeuralAlgorithm, NeuralContext, Schedule
-from clusterfl.loop import FederatedAlgorithm
-from clusterfl.registry import Registry
+from clusterfl.core.registry import Registry
+from clusterfl.training.loop import FederatedAlgorithm
 
 GENERAL_METHODS = {
     # one model for every client

@@ -43,13 +43,13 @@ from typing import Literal
 
 import torch
 
-from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, require_plain_sgd, upload_weights
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 from clusterfl.engine import GradOracle, Prox
 from clusterfl.engine.rules import bcast
-from clusterfl.metrics import APFL_ALPHA
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather, scatter, weighted_average
+from clusterfl.steps.metrics import APFL_ALPHA
 
 PERSONAL = "personal."  # v_k's names in the packed parameters
 ALPHA = "alpha"  # alpha_k in the packed parameters, shape [C]

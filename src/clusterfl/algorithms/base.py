@@ -1,4 +1,4 @@
-"""Neural algorithms: the model-free round loop (`clusterfl.loop`) plus a model, the one
+"""Neural algorithms: the model-free round loop (`clusterfl.training.loop`) plus a model, the one
 local-training engine and a training schedule.
 
 Algorithms override `setup`, `round` and `client_models` (and optionally `centers`,
@@ -13,7 +13,18 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from clusterfl.aggregation import gather
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
+from clusterfl.core.types import (
+    Dataset,
+    ExperimentSpec,
+    GroundTruth,
+    Partition,
+    RunContext,
+    SeedInputs,
+    Tensors,
+    View,
+)
 from clusterfl.engine import (
     ENGINES,
     Adam,
@@ -28,21 +39,10 @@ from clusterfl.engine import (
 from clusterfl.engine.kernels import linear_relu_layers
 from clusterfl.engine.losses import LossName
 from clusterfl.engine.vectorized import Precision
-from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm, H
-from clusterfl.models import InitScheme, build_model, init_params
-from clusterfl.options import require
 from clusterfl.partition import views
-from clusterfl.types import (
-    Dataset,
-    ExperimentSpec,
-    GroundTruth,
-    Partition,
-    RunContext,
-    SeedInputs,
-    Tensors,
-    View,
-)
+from clusterfl.steps.aggregation import gather
+from clusterfl.training.loop import FederatedAlgorithm, H
+from clusterfl.training.models import InitScheme, build_model, init_params
 
 # A bound on rounds, local steps and epochs: the papers' longest run is 400 rounds; a million
 # rounds of the smallest cell (~5 ms each) is already ~1.5 h, and 10^12 would never end.
@@ -116,7 +116,7 @@ def build_engine(name: str, model: nn.Module, data: ClientData, schedule: Schedu
 def model_schedule(experiment: ExperimentSpec) -> Schedule:
     """`experiment.schedule` as the `Schedule` a model trains with. `SeedInputs` shows the
     loop only rounds and participation (`ScheduleSpec`); a suite's experiments always hold a
-    `Schedule` (`clusterfl.config`), and training a model needs all of it."""
+    `Schedule` (`clusterfl.run.config`), and training a model needs all of it."""
     schedule = experiment.schedule
     if not isinstance(schedule, Schedule):
         raise TypeError(f"experiments.{experiment.name}: a model trains with a Schedule, got "

@@ -52,11 +52,11 @@ import torch
 from scipy.cluster.hierarchy import cut_tree, linkage
 from scipy.spatial.distance import squareform
 
-from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import OneModelPerCluster
-from clusterfl.clustering import cluster_average, flatten
-from clusterfl.metrics import CFL_CLUSTERS
-from clusterfl.options import require
+from clusterfl.core.options import require
+from clusterfl.steps.aggregation import broadcast, gather
+from clusterfl.steps.clustering import cluster_average, flatten
+from clusterfl.steps.metrics import CFL_CLUSTERS
 
 
 @dataclass(frozen=True)

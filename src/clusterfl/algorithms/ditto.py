@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 from clusterfl.engine import Prox
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather, scatter, weighted_average
 
 
 @dataclass(frozen=True)

@@ -56,11 +56,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 from clusterfl.engine import BatchPlan, GradOracle, Prox
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather, scatter, weighted_average
 
 ALA_PREFIX = "ala."  # the rule's per-client tensors in the stack; the rest is the model
 

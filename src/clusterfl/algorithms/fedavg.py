@@ -14,11 +14,11 @@ from typing import ClassVar, TypeVar
 
 import torch
 
-from clusterfl.aggregation import broadcast, mix, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.loop import Family, H
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, mix, weighted_average
+from clusterfl.training.loop import Family, H
 
 
 @dataclass(frozen=True)

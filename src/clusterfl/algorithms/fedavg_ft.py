@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clusterfl.aggregation import broadcast
 from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 from clusterfl.engine import Adam, Sgd, make_plan
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import broadcast
 
 FINETUNE_STREAM = 0x46544E45  # the fine-tune generator's tag beside the run's seed
 

@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.aggregation import largest_weight_centers, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import largest_weight_centers, weighted_average
 
 
 @dataclass(frozen=True)

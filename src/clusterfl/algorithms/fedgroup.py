@@ -26,7 +26,7 @@ Readings (where the paper is silent or the official code differs):
   randomized truncated SVD; each direction is signed so that the clients' projections on
   it sum to >= 0 (K-means' labels do not depend on the signs).
 - EDC clustering: the code's `KMeans(n_clusters=K, max_iter=20)` on the [n x m] matrix of
-  cosines; here `clusterfl.clustering.kmeans` (k-means++, 10 restarts, scikit-learn's
+  cosines; here `clusterfl.steps.clustering.kmeans` (k-means++, 10 restarts, scikit-learn's
   default when the code was written, seeded from the run's generator; Lloyd runs to
   convergence, which the code's max_iter=20 rarely cuts on at most alpha*K points). K is
   capped at the number of distinct rows; a group left empty keeps w0 and a zero update.
@@ -48,11 +48,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import OneModelPerCluster
-from clusterfl.clustering import cluster_average, flatten, kmeans
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather
+from clusterfl.steps.clustering import cluster_average, flatten, kmeans
 
 KMEANS_RESTARTS = 10
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.aggregation import broadcast, weighted_average
 from clusterfl.algorithms.fedavg import GlobalModel
+from clusterfl.core.options import require
 from clusterfl.engine import Prox
-from clusterfl.options import require
+from clusterfl.steps.aggregation import broadcast, weighted_average
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,9 @@ import torch
 
 from clusterfl.algorithms.split_model import SplitHyper, SplitModel
 from clusterfl.algorithms.train_only import TrainOnly
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 from clusterfl.engine import BatchPlan, make_plan
-from clusterfl.options import require
-from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)

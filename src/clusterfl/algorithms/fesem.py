@@ -44,11 +44,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import OneModelPerCluster
-from clusterfl.clustering import cluster_average, draw_seed, flatten, unflatten
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather
+from clusterfl.steps.clustering import cluster_average, draw_seed, flatten, unflatten
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def nearest_center(points: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
 def kmeans_plusplus_rows(points: np.ndarray, k: int, seed: int) -> np.ndarray:
     """Indices of k distinct rows of `points` picked by k-means++ seeding (scikit-learn's
     greedy D^2 sampling from an integer seed); k is capped at the number of distinct rows."""
-    from sklearn.cluster import kmeans_plusplus  # here, not at import: see clusterfl.recovery
+    from sklearn.cluster import kmeans_plusplus  # here, not at import: see clusterfl.steps.recovery
 
     _, first = np.unique(points, axis=0, return_index=True)
     distinct = np.sort(first)

@@ -44,11 +44,11 @@ import torch
 from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import pdist
 
-from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import OneModelPerCluster
-from clusterfl.clustering import cluster_average, flatten
-from clusterfl.metrics import FLHC_CLUSTERS
-from clusterfl.options import require
+from clusterfl.core.options import require
+from clusterfl.steps.aggregation import broadcast, gather
+from clusterfl.steps.clustering import cluster_average, flatten
+from clusterfl.steps.metrics import FLHC_CLUSTERS
 
 SCIPY_METRIC = {"euclidean": "euclidean", "manhattan": "cityblock", "cosine": "cosine"}
 

@@ -32,10 +32,10 @@ from typing import Literal
 
 import torch
 
-from clusterfl.aggregation import gather
 from clusterfl.algorithms.base import OneModelPerCluster
-from clusterfl.clustering import cluster_average, lowest_loss_cluster
-from clusterfl.options import require
+from clusterfl.core.options import require
+from clusterfl.steps.aggregation import gather
+from clusterfl.steps.clustering import cluster_average, lowest_loss_cluster
 
 
 @dataclass(frozen=True)

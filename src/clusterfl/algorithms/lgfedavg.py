@@ -33,9 +33,9 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.aggregation import broadcast, weighted_average
 from clusterfl.algorithms.split_model import SplitHyper, SplitModel
-from clusterfl.options import require
+from clusterfl.core.options import require
+from clusterfl.steps.aggregation import broadcast, weighted_average
 
 
 @dataclass(frozen=True)

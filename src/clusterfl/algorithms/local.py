@@ -9,9 +9,9 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.aggregation import broadcast, gather, scatter
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.types import Tensors
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather, scatter
 
 
 @dataclass(frozen=True)

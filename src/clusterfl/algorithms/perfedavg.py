@@ -51,11 +51,11 @@ from typing import Literal
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, require_plain_sgd, upload_weights
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
 from clusterfl.engine import GradOracle, Prox, Sgd, make_plan
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import broadcast, weighted_average
 
 PERSONAL_STREAM = 0x50464156  # the personalization generator's tag beside the run's seed
 

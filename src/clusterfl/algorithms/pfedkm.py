@@ -37,10 +37,13 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, gather, mix
 from clusterfl.algorithms.base import upload_weights
 from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
-from clusterfl.clustering import (
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather, mix
+from clusterfl.steps.clustering import (
     KMeansResult,
     align_to,
     cluster_average,
@@ -48,9 +51,6 @@ from clusterfl.clustering import (
     kmeans_models,
     mean_pairwise_distance,
 )
-from clusterfl.errors import UserError
-from clusterfl.options import require
-from clusterfl.types import Tensors
 
 
 @dataclass(frozen=True)

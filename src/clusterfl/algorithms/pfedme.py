@@ -46,12 +46,12 @@ from typing import ClassVar, Literal, TypeVar
 
 import torch
 
-from clusterfl.aggregation import broadcast, gather, mix, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors, View
 from clusterfl.engine import MoreauEnvelope
-from clusterfl.loop import Family
-from clusterfl.options import require
-from clusterfl.types import Tensors, View
+from clusterfl.steps.aggregation import broadcast, gather, mix, scatter, weighted_average
+from clusterfl.training.loop import Family
 
 
 @dataclass(frozen=True)

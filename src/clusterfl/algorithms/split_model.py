@@ -20,11 +20,11 @@ from typing import TypeVar
 
 import torch
 
-from clusterfl.aggregation import broadcast, gather, scatter, weighted_average
 from clusterfl.algorithms.base import NeuralAlgorithm, Weighting, upload_weights
-from clusterfl.errors import UserError
-from clusterfl.options import require
-from clusterfl.types import Tensors
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather, scatter, weighted_average
 
 
 def module_prefixes(names: Sequence[str]) -> list[str]:

@@ -18,9 +18,9 @@ numbers agree with the fused step up to float rounding.
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from clusterfl.core.types import Tensors
 from clusterfl.engine.base import Prox
 from clusterfl.engine.rules import Adam, Coef, GradOracle, Sgd, descend_unfused_
-from clusterfl.types import Tensors
 
 
 class GradientsOnce:

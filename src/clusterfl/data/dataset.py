@@ -1,13 +1,13 @@
 """A dataset's `.npz` form on disk. The in-memory value every source returns, `Dataset`, is
-defined in `clusterfl.types` (every layer passes it) and re-exported here."""
+defined in `clusterfl.core.types` (every layer passes it) and re-exported here."""
 
 from pathlib import Path
 
 import numpy as np
 
-from clusterfl.errors import CorruptFile
-from clusterfl.io import atomic_write_npz, read_npz
-from clusterfl.types import Dataset
+from clusterfl.core.errors import CorruptFile
+from clusterfl.core.io import atomic_write_npz, read_npz
+from clusterfl.core.types import Dataset
 
 __all__ = ["Dataset", "load_dataset", "save_dataset"]
 
@@ -35,7 +35,7 @@ def save_dataset(dataset: Dataset, path: Path) -> None:
 
 
 def load_dataset(path: Path) -> Dataset:
-    """The dataset saved at `path`, validated (`clusterfl.io.read_npz`, then the shapes)."""
+    """The dataset saved at `path`, validated (`clusterfl.core.io.read_npz`, then the shapes)."""
     f = read_npz(path, {"x": "f", "y": "iuf", "num_classes": "iu", "name": "U",
                         "info_keys": "U", "info_values": "U"}, "dataset file")
     optional = {attr: f.get(attr, None) for attr in _OPTIONAL_ARRAYS}

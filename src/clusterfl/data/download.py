@@ -26,8 +26,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterfl.errors import UserError
-from clusterfl.io import temporary_file
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import temporary_file
 
 TIMEOUT_S = 60.0
 

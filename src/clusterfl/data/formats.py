@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 
 
 def parse_idx(raw: bytes, source: str = "IDX data") -> np.ndarray:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
 from clusterfl.data.dataset import Dataset
 from clusterfl.data.download import Resource, fetch, file_digest
 from clusterfl.data.formats import (
@@ -34,8 +36,6 @@ from clusterfl.data.formats import (
     read_mosei_npz,
     read_uci_har_zip,
 )
-from clusterfl.errors import UserError
-from clusterfl.options import require
 
 DEFAULT_CACHE = "data/raw/cache"
 FASHION_DEBIAN_MIRROR = "/usr/share/datasets/fashion-mnist/"

@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from clusterfl.core.options import build_options
+from clusterfl.core.registry import Registry
 from clusterfl.data import offline, real, synthetic, watch
 from clusterfl.data.dataset import Dataset
-from clusterfl.options import build_options
-from clusterfl.registry import Registry
 
 
 @dataclass(frozen=True)

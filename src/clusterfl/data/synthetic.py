@@ -51,8 +51,8 @@ from typing import Literal
 
 import numpy as np
 
+from clusterfl.core.options import FLOAT64, require, require_fits
 from clusterfl.data.dataset import Dataset
-from clusterfl.options import FLOAT64, require, require_fits
 
 MIN_SIZE = 50  # samples of the smallest client: lognormal(4, 2) + 50
 

@@ -41,9 +41,9 @@ from typing import Any
 
 import numpy as np
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
 from clusterfl.data.dataset import Dataset
-from clusterfl.errors import UserError
-from clusterfl.options import require
 
 WATCH_SHA256 = "eb122f23cdf06ef6bd6c6c5312958ec5cf9d038e2e6d457b8081662c75a42537"
 WHEEL = "seglearn==1.2.5"

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 import numpy as np
 import torch
 
-from clusterfl.types import Tensors
+from clusterfl.core.types import Tensors
 
 if TYPE_CHECKING:  # rules.py and plan.py import this module
     from clusterfl.engine.plan import BatchPlan

@@ -22,9 +22,9 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
+from clusterfl.core.types import Tensors
 from clusterfl.engine.losses import loss_grad, sample_loss
 from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
-from clusterfl.types import Tensors
 
 KernelName = Literal["auto", "bmm", "vmap"]
 Visit = Callable[[int, torch.Tensor, torch.Tensor], None]  # (layer, dz, its input)

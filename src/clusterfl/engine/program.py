@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import torch
 
+from clusterfl.core.types import Tensors
 from clusterfl.engine.base import ClientData, Prox
 from clusterfl.engine.kernels import Batch, BmmKernel, BoundOracle, Kernel
 from clusterfl.engine.rules import LocalRule, Sgd
-from clusterfl.types import Tensors
 
 # The lazy first layer pays a Gram matrix of the round's S*B samples (2 (S*B)^2 F flops a
 # client) to read the first weight twice a round instead of three times a step: measured

@@ -9,11 +9,11 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from clusterfl.core.types import Tensors
 from clusterfl.engine.base import ClientData, Prox, Split
 from clusterfl.engine.losses import check_loss, num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.rules import Coef, LocalRule, descend_unfused_
-from clusterfl.types import Tensors
 
 
 class AutogradOracle:

@@ -15,8 +15,8 @@ from typing import ClassVar, Protocol
 
 import torch
 
+from clusterfl.core.types import Tensors
 from clusterfl.engine.base import Prox
-from clusterfl.types import Tensors
 
 Coef = float | torch.Tensor  # a scalar, or one value per client `[C]`
 

@@ -25,13 +25,13 @@ from typing import Literal, TypeVar, cast
 import torch
 from torch import nn
 
+from clusterfl.core.types import Tensors
 from clusterfl.engine.base import ClientData, Prox, Split
 from clusterfl.engine.kernels import Batch, BoundOracle, KernelName, make_kernel
 from clusterfl.engine.losses import check_loss, num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.program import ProgramCache, ProgramShape, StepProgram, can_capture
 from clusterfl.engine.rules import LocalRule
-from clusterfl.types import Tensors
 
 EVAL_CHUNK = 2048  # samples per client per evaluation chunk, to bound memory
 CHUNK_BYTES = 8 * 2**20  # parameters per client chunk (measured best for the DNN, docs/engine.md)

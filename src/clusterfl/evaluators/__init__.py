@@ -2,7 +2,7 @@
 (`experiments.<name>.evaluators`), each reading a `View` of the algorithm.
 
 An evaluator is built once per run from the run's context (`factory(ctx)`) and declares its
-task's primary metric (`primary`, direction from `clusterfl.metrics`). Papers register their
+task's primary metric (`primary`, direction from `clusterfl.steps.metrics`). Papers register their
 own (`EVALUATORS.add(name)(factory)`). Built in:
 - `clients`: every client's model on its own train and test samples, sample-weighted
   (accuracy and loss, or MSE for regression);
@@ -17,12 +17,12 @@ own (`EVALUATORS.add(name)(factory)`). Built in:
 from collections.abc import Callable
 from typing import Any
 
+from clusterfl.core.registry import Registry
+from clusterfl.core.types import Evaluator, RunContext
 from clusterfl.evaluators.clients import ClientModels
 from clusterfl.evaluators.holdout import HoldoutProtocol
 from clusterfl.evaluators.recovery import ClusterRecovery
 from clusterfl.evaluators.views import ModelViews
-from clusterfl.registry import Registry
-from clusterfl.types import Evaluator, RunContext
 
 EvaluatorFactory = Callable[[Any], Evaluator]
 

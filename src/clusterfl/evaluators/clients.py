@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from clusterfl.metrics import TEST_ACC, TEST_LOSS, TEST_MSE, TRAIN_ACC, TRAIN_LOSS, TRAIN_MSE
-from clusterfl.types import View
+from clusterfl.core.types import View
+from clusterfl.steps.metrics import TEST_ACC, TEST_LOSS, TEST_MSE, TRAIN_ACC, TRAIN_LOSS, TRAIN_MSE
 
 
 class ClientModels:

@@ -30,11 +30,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast
-from clusterfl.clustering import match_centers
+from clusterfl.core.types import Tensors, View
 from clusterfl.engine.base import LocalEngine
-from clusterfl.recovery import mixture_error
-from clusterfl.types import Tensors, View
+from clusterfl.steps.aggregation import broadcast
+from clusterfl.steps.clustering import match_centers
+from clusterfl.steps.recovery import mixture_error
 
 
 def metric_name(engine: LocalEngine) -> str:

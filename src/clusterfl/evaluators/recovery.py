@@ -4,9 +4,9 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.metrics import ARI, NMI
-from clusterfl.recovery import adjusted_rand, normalized_mutual_info
-from clusterfl.types import View
+from clusterfl.core.types import View
+from clusterfl.steps.metrics import ARI, NMI
+from clusterfl.steps.recovery import adjusted_rand, normalized_mutual_info
 
 
 class ClusterRecovery:

@@ -5,13 +5,13 @@ before and after the beta-mix), each client's on its own test split, sample-weig
 It answers "which model does a paper's personalized column measure": the official pFedMe
 code's "personalized" accuracy is the local w (`algorithms/pfedme.py`), the paper's is
 theta. Metric names: `<view>_test_acc` (classification) or `<view>_test_mse` (regression),
-registered in `clusterfl.metrics` (`VIEW_METRICS`).
+registered in `clusterfl.steps.metrics` (`VIEW_METRICS`).
 """
 
 from typing import Any
 
-from clusterfl.metrics import VIEW_METRICS
-from clusterfl.types import View
+from clusterfl.core.types import View
+from clusterfl.steps.metrics import VIEW_METRICS
 
 
 class ModelViews:

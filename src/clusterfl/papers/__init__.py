@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 
 BUILTIN = ("clusterfl.papers.p1", "clusterfl.papers.p2", "clusterfl.papers.p3",
            "clusterfl.papers.p4", "clusterfl.papers.p5")

@@ -1,14 +1,14 @@
 """Splitting clients' samples into train and test, and a partition's `.npz` form on disk. The
 `Partition` value (client -> sample indices, with the ground truth kept beside it) is defined
-in `clusterfl.types` (every layer passes it) and re-exported here."""
+in `clusterfl.core.types` (every layer passes it) and re-exported here."""
 
 from pathlib import Path
 
 import numpy as np
 
-from clusterfl.errors import CorruptFile
-from clusterfl.io import atomic_write_npz, read_npz
-from clusterfl.types import Partition
+from clusterfl.core.errors import CorruptFile
+from clusterfl.core.io import atomic_write_npz, read_npz
+from clusterfl.core.types import Partition
 
 __all__ = ["Partition", "load_partition", "save_partition", "split_clients", "split_train_test"]
 
@@ -60,7 +60,7 @@ def save_partition(partition: Partition, path: Path) -> None:
 
 
 def load_partition(path: Path) -> Partition:
-    """The partition saved at `path`, validated (`clusterfl.io.read_npz`, then the shapes:
+    """The partition saved at `path`, validated (`clusterfl.core.io.read_npz`, then the shapes:
     index arrays are 1-d, sizes add up, one cluster / mixture row per client)."""
     f = read_npz(path, {"train": "iu", "train_sizes": "iu", "test": "iu", "test_sizes": "iu"},
                  "partition file")

@@ -29,9 +29,9 @@ from typing import Literal
 
 import numpy as np
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
 from clusterfl.data.dataset import Dataset
-from clusterfl.errors import UserError
-from clusterfl.options import require
 from clusterfl.partition.base import Partition, split_clients
 from clusterfl.partition.label_skew import largest_remainder
 from clusterfl.partition.views import encode

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options, require
+from clusterfl.core.registry import Registry
 from clusterfl.data.dataset import Dataset
-from clusterfl.errors import UserError
-from clusterfl.options import build_options, require
 from clusterfl.partition import clustered, label_skew, mixtures
 from clusterfl.partition.base import Partition, split_train_test
-from clusterfl.registry import Registry
 
 
 @dataclass(frozen=True)

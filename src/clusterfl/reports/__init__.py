@@ -8,6 +8,6 @@ for the report stage (`pipeline/report.py`):
   Table-2-style layout and the `metrics.json` entries;
 - `figures`: `save_figure` and the convergence, curves, clustering and assignment figures.
 
-Metric direction, label and percent scaling come from `clusterfl.metrics`, never re-spelled.
+Metric direction, label and percent scaling come from `clusterfl.steps.metrics`, never re-spelled.
 Nothing here imports a paper: papers import this.
 """

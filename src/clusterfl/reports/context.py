@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
+from clusterfl.core.io import shown
 from clusterfl.data import DATA_SOURCES
-from clusterfl.io import shown
 
 DOCS = "docs/results.md"  # why each paper's numbers differ from ours, measured
 

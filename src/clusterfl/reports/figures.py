@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.metrics import (
+from clusterfl.reports.runs import Curve, assignments, mean_curve
+from clusterfl.steps.metrics import (
     ARI,
     CENTER_DISTANCE,
     KMEANS_ITERATIONS,
@@ -29,7 +30,6 @@ from clusterfl.metrics import (
     TRAIN_MSE,
     Metric,
 )
-from clusterfl.reports.runs import Curve, assignments, mean_curve
 
 CLUSTERING = (ARI, CENTER_DISTANCE, LOCAL_DISTANCE, KMEANS_SECONDS, KMEANS_ITERATIONS)
 # What `curves_figure` draws beside a primary metric: how the training went (the papers plot

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.errors import UserError
-from clusterfl.io import atomic_write_text
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_text
 from clusterfl.partition import load_partition
 
 

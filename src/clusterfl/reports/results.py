@@ -15,8 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from clusterfl.metrics import metric
 from clusterfl.reports.tables import markdown_table, plus_minus
+from clusterfl.steps.metrics import metric
 
 References = Mapping[str, Mapping[str, Any]]  # experiment -> its references.yaml entry
 LAST_ROUND = "last round"  # how a cell is scored unless its paper's section says otherwise

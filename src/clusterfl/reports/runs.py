@@ -2,7 +2,7 @@
 
 A run is summarised by its primary metric: the `"primary"` the round loop writes at the top
 of `history.json`, or, in histories written before it did, `test_acc` (classification), else
-`test_mse` (regression). Values are shown as `clusterfl.metrics` says: percent metrics x100.
+`test_mse` (regression). Values are shown as `clusterfl.steps.metrics` says: percent metrics x100.
 """
 
 from collections.abc import Iterator, Sequence
@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clusterfl.errors import UserError
-from clusterfl.history import load_history_json, read_timings
-from clusterfl.metrics import METRICS, TEST_ACC, TEST_LOSS, TEST_MSE, Metric, metric
+from clusterfl.core.errors import UserError
+from clusterfl.steps.metrics import METRICS, TEST_ACC, TEST_LOSS, TEST_MSE, Metric, metric
+from clusterfl.training.history import load_history_json, read_timings
 
 ASSIGNMENTS = "cluster"  # the per-round array of every client's cluster (IFCA, pFedKM)
 

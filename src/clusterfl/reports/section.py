@@ -2,7 +2,7 @@
 given by the report stage, and what it returns.
 
 These live here, not beside `Paper` in `clusterfl.papers`, because `ReportInput` holds the
-suite's `SuiteConfig`, and `clusterfl.config` imports the paper registry to read the papers'
+suite's `SuiteConfig`, and `clusterfl.run.config` imports the paper registry to read the papers'
 params: defined there, the two would import each other.
 """
 
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterfl.config import SuiteConfig
 from clusterfl.papers import Paper
+from clusterfl.run.config import SuiteConfig
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from clusterfl.config import load_params
+from clusterfl.run.config import load_params
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from clusterfl.algorithms import GENERAL_METHODS
-from clusterfl.checkpoints import SeedCheckpoint
-from clusterfl.config import load_params
-from clusterfl.runner import run_seed
+from clusterfl.run.checkpoints import SeedCheckpoint
+from clusterfl.run.config import load_params
+from clusterfl.run.runner import run_seed
 from tests.algorithms.split_problem import ROOT, runner_problem, timeless
 
 PARAMS = load_params(ROOT / "suites/benchmark/params.yaml")

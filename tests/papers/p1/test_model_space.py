@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from clusterfl.config import load_params
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 from clusterfl.papers.p1.tools import model_space as ms
 from clusterfl.partition.base import Partition
+from clusterfl.run.config import load_params
 from pipeline.cli import app
 
 ROOT = Path(__file__).resolve().parents[3]

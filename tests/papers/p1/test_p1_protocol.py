@@ -3,8 +3,8 @@ and the table the report shows for a pFedMe cell's four models."""
 
 import pytest
 
-from clusterfl.history import RunHistory
 from clusterfl.papers.p1.report.protocol import Protocol, protocol, protocol_markdown, protocol_rows
+from clusterfl.training.history import RunHistory
 
 SERIES = [0.1, 0.5, 0.9, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.6]
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.clustering import match_centers
-from clusterfl.history import RunHistory
+from clusterfl.steps.clustering import match_centers
+from clusterfl.training.history import RunHistory
 
 
 def write_soft_run(root: Path, alg: str, seed: int, holdout: list[list[float]] | None,

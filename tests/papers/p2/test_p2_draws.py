@@ -6,9 +6,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from clusterfl.config import load_params
 from clusterfl.data import build_dataset
 from clusterfl.papers.p2.tools import draws as dr
+from clusterfl.run.config import load_params
 
 ROOT = Path(__file__).resolve().parents[3]
 PAPER_1090 = [[68.4, 29.5], [21.8, 58.6]]  # references.yaml p2_synth_1090

@@ -9,14 +9,14 @@ import pandas as pd
 import pytest
 import yaml
 
-from clusterfl.clustering import match_centers
-from clusterfl.history import RunHistory
 from clusterfl.papers.p2 import PAPER
 from clusterfl.papers.p2.report import cells as p2
 from clusterfl.papers.p2.report import figures as figures_p2
 from clusterfl.papers.p2.report import sweeps
 from clusterfl.papers.p2.report import tables as t2
 from clusterfl.reports import results, runs
+from clusterfl.steps.clustering import match_centers
+from clusterfl.training.history import RunHistory
 from tests.papers.p2.histories import write_soft_run
 
 

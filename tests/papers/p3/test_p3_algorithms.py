@@ -8,12 +8,11 @@ import pytest
 import torch
 from torch.func import functional_call
 
-from clusterfl.aggregation import broadcast
 from clusterfl.algorithms import NeuralContext, Schedule
 from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
+from clusterfl.core.errors import UserError
 from clusterfl.engine import ClientData, ReferenceEngine, Sgd, VectorizedEngine, make_plan
 from clusterfl.engine.losses import sample_loss
-from clusterfl.errors import UserError
 from clusterfl.papers.p3.training.base import P3Hyper
 from clusterfl.papers.p3.training.context import Modality, P3Context
 from clusterfl.papers.p3.training.evaluator import ModalityEvaluator
@@ -21,6 +20,7 @@ from clusterfl.papers.p3.training.mmfl import MmFL
 from clusterfl.papers.p3.training.model import P3Net, P3NetOptions
 from clusterfl.papers.p3.training.standalone import Standalone
 from clusterfl.papers.p3.training.steps import holdout_positions, modality_seed, restrict_plan
+from clusterfl.steps.aggregation import broadcast
 
 SCHEDULE = Schedule(rounds=3, lr=0.1, local_steps=3, batch_size=4)
 

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from clusterfl.algorithms import Schedule
-from clusterfl.config import Experiment
+from clusterfl.core.errors import UserError
 from clusterfl.data.dataset import Dataset
-from clusterfl.errors import UserError
 from clusterfl.papers.p3.training.context import build_context
 from clusterfl.partition import build_partition
-from clusterfl.runner import SeedInputs
+from clusterfl.run.config import Experiment
+from clusterfl.run.runner import SeedInputs
 
 
 def three_modalities(n: int = 300) -> Dataset:

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from clusterfl.config import load_params
-from clusterfl.loop import GroundTruth, View
 from clusterfl.papers.p4 import OptimumError
+from clusterfl.run.config import load_params
+from clusterfl.training.loop import GroundTruth, View
 
 PAPER = Path("suites/paper/params.yaml")
 

@@ -7,9 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from clusterfl.core.errors import UserError
 from clusterfl.data.synthetic import ThresholdRegressionOptions, threshold_regression
-from clusterfl.errors import UserError
-from clusterfl.loop import GroundTruth, View
 from clusterfl.papers.p4 import IfcaLinear, OptimumError, Oracle, PdlTc, PflTc, Standalone
 from clusterfl.papers.p4.training.ifca_linear import IfcaHyper
 from clusterfl.papers.p4.training.linear import ClusterHyper, StepHyper, linear_context
@@ -24,6 +23,7 @@ from clusterfl.papers.p4.training.rounds import (
     standalone_round,
 )
 from clusterfl.partition.schemes import NaturalOptions, natural
+from clusterfl.training.loop import GroundTruth, View
 
 
 def run_inputs(samples: int, seed: int = 0, per_cluster: int = 3, rounds: int = 4,

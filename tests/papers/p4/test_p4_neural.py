@@ -9,13 +9,13 @@ import torch
 from clusterfl.algorithms import ALGORITHMS, NeuralContext, Schedule
 from clusterfl.algorithms.base import client_data
 from clusterfl.algorithms.fedavg import FedAvgHyper
-from clusterfl.clustering import flatten, unflatten
 from clusterfl.data.dataset import Dataset
 from clusterfl.engine import ENGINES, ClientData
-from clusterfl.models import build_model
 from clusterfl.papers.p4.training.cluster_fedavg import ClusterFedAvgHyper
 from clusterfl.papers.p4.training.neural import NeuralMomentumHyper
 from clusterfl.partition.clustered import RotationOptions, rotation
+from clusterfl.steps.clustering import flatten, unflatten
+from clusterfl.training.models import build_model
 
 
 def _regression_clients() -> ClientData:

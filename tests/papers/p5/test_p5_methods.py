@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from clusterfl.errors import UserError
-from clusterfl.loop import RunContext, View
+from clusterfl.core.errors import UserError
 from clusterfl.papers import load_papers
 from clusterfl.papers.p5.training import onmf
 from clusterfl.papers.p5.training.context import central_x, federation_context
@@ -24,6 +23,7 @@ from clusterfl.papers.p5.training.sncp import (
     initial_point,
     sncp_iteration,
 )
+from clusterfl.training.loop import RunContext, View
 
 load_papers()  # registers P5's algorithms, evaluators and metrics
 M, K, SIZES, SEED = 6, 3, (5, 2, 7, 4), 3

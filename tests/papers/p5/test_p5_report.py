@@ -6,10 +6,10 @@ from types import SimpleNamespace
 
 import yaml
 
-from clusterfl.history import RunHistory
 from clusterfl.papers import load_papers
 from clusterfl.papers.p5.report import build
 from clusterfl.reports.section import ReportInput
+from clusterfl.training.history import RunHistory
 
 PAPER = load_papers()["p5"]
 ACCURACY = {  # (experiment, algorithm) -> final accuracy per seed

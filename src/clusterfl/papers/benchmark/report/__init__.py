@@ -14,8 +14,6 @@ import numpy as np
 import pandas as pd
 
 from clusterfl.algorithms.split_model import split_names
-from clusterfl.metrics import ARI, METRICS, TEST_ACC, VIEW_LABELS, metric
-from clusterfl.models import build_model
 from clusterfl.papers.benchmark.report.sizes import read_sizes
 from clusterfl.papers.benchmark.report.tables import (
     at_grid_edge,
@@ -29,7 +27,9 @@ from clusterfl.papers.benchmark.report.tables import (
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
-from clusterfl.tuning import cluster_field
+from clusterfl.steps.metrics import ARI, METRICS, TEST_ACC, VIEW_LABELS, metric
+from clusterfl.training.models import build_model
+from clusterfl.training.tuning import cluster_field
 
 INTRO = """Personalized test accuracy (%): the model each client uses, on its own test split, \
 weighted by test samples, in the last round; mean ± std over seeds {seeds}, (rank in the \

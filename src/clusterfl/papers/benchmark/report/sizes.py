@@ -12,9 +12,9 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_text
 from clusterfl.data import load_dataset
-from clusterfl.errors import UserError
-from clusterfl.io import atomic_write_text
 from clusterfl.partition import load_partition
 
 

@@ -30,7 +30,7 @@ What it does, for one benchmark scheme (`bm_patho2` or `bm_rot4`) and each seed:
    personalized test accuracy (Ditto: every client's `model_per`; FedRep: every client's model,
    i.e. the global body and its own head), weighted by test samples as our `clients`
    evaluator is;
-4. runs our `ditto` and `fedrep` (`clusterfl.runner.run_seed`, tracking off) with the
+4. runs our `ditto` and `fedrep` (`clusterfl.run.runner.run_seed`, tracking off) with the
    benchmark suite's settings and the same `--lr`, and reads our `clients` evaluator's
    `test_acc` of every round;
 5. writes `peer_<scheme>.csv` (implementation, algorithm, seed, round, accuracy) and
@@ -110,7 +110,7 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 
 SUITE = "benchmark"
 SCHEMES = ("bm_patho2", "bm_rot4")
@@ -162,10 +162,10 @@ class Setting:
 class Inputs:
     """One scheme's data and our configuration, as the train stage would use them."""
 
-    experiment: Any  # clusterfl.config.Experiment with --lr and --rounds applied
-    algorithms: dict[str, Any]  # name -> clusterfl.config.AlgorithmConfig
-    dataset: Any  # clusterfl.types.Dataset
-    partitions: dict[int, Any]  # seed -> clusterfl.types.Partition
+    experiment: Any  # clusterfl.run.config.Experiment with --lr and --rounds applied
+    algorithms: dict[str, Any]  # name -> clusterfl.run.config.AlgorithmConfig
+    dataset: Any  # clusterfl.core.types.Dataset
+    partitions: dict[int, Any]  # seed -> clusterfl.core.types.Partition
     setting: Setting
 
 
@@ -221,9 +221,9 @@ def derive_setting(experiment: Any, ditto: Any, fedrep: Any) -> Setting:
 # -- our data, as the train stage reads it -----------------------------------------------------
 def load_inputs(scheme: str, seeds: Sequence[int], data_root: Path, params_path: Path,
                 lr: float, rounds: int | None) -> Inputs:
-    from clusterfl.config import load_params
     from clusterfl.data import load_dataset
     from clusterfl.partition import load_partition
+    from clusterfl.run.config import load_params
 
     if not params_path.is_file():
         raise PeerError(f"--params {params_path}: no such file; expected the benchmark "
@@ -381,8 +381,8 @@ def run_pfllib(modules: dict[str, Any], algorithm: str, setting: Setting, workdi
 def run_ours(inputs: Inputs, algorithm: str, seed: int) -> list[float]:
     """Our run of one seed, as `clusterfl train` runs it (no tracking, no checkpoints);
     the `clients` evaluator's test accuracy of rounds 1..R."""
-    from clusterfl.metrics import TEST_ACC
-    from clusterfl.runner import run_seed
+    from clusterfl.run.runner import run_seed
+    from clusterfl.steps.metrics import TEST_ACC
 
     history = run_seed(inputs.experiment, inputs.algorithms[algorithm], inputs.dataset,
                        inputs.partitions[seed], seed, engine="vectorized", device="cpu")
@@ -466,7 +466,7 @@ def figure_png(rows: Sequence[Row], scheme: str, lr: float) -> bytes:
 def write_outputs(rows: Sequence[Row], out: Path, scheme: str, lr: float) -> list[Path]:
     """`peer_<scheme>.csv` and `.png`, both rendered before either is written, each written
     to a temporary file and renamed: never half-written."""
-    from clusterfl.io import atomic_write_bytes
+    from clusterfl.core.io import atomic_write_bytes
 
     files = {out / f"peer_{scheme}.csv": csv_text(rows).encode(),
              out / f"peer_{scheme}.png": figure_png(rows, scheme, lr)}

@@ -9,7 +9,6 @@ from typing import Any
 
 import pandas as pd
 
-from clusterfl.metrics import TEST_ACC
 from clusterfl.papers.p1.report.protocol import (
     official_rows,
     protocol_markdown,
@@ -27,6 +26,7 @@ from clusterfl.reports.results import paper_layout, summary_table
 from clusterfl.reports.runs import by_experiment, seed_rows
 from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.sweeps import sweep_values
+from clusterfl.steps.metrics import TEST_ACC
 
 OFFICIAL = """Table 2 scored as the paper's numbers were measured, under the official pFedMe \
 protocol (docs/p1_protocol.md): {label} of the local w_i after local training (pFedMe, pFedKM) \

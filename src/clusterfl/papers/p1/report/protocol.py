@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.metrics import VIEW_LABELS, VIEW_METRICS, Metric
 from clusterfl.reports.runs import read_cell
 from clusterfl.reports.tables import markdown_table, mean_std
+from clusterfl.steps.metrics import VIEW_LABELS, VIEW_METRICS, Metric
 
 WINDOW = 10  # "the mean of the last 10 rounds"
 OWN = "own"  # the view name of a cell's primary metric, where it records no view

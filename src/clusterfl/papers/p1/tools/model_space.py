@@ -13,7 +13,7 @@ reflect the distribution of input data"):
 Beside them, `majority`: the mean over clients of the share of a client's samples in its most
 frequent class, the accuracy a personalized model reaches by predicting that class alone.
 
-k-means here is scikit-learn's k-means++ (`clusterfl.clustering.kmeans_plusplus`) with
+k-means here is scikit-learn's k-means++ (`clusterfl.steps.clustering.kmeans_plusplus`) with
 `n_init` restarts and k = the number of true clusters, on the flattened vectors, so that a
 low ARI means "not visible", not "unlucky seeding". Everything is a pure function of the
 params, the dataset options and the seed.
@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clusterfl.clustering import flatten, kmeans_plusplus
-from clusterfl.config import SuiteConfig
+from clusterfl.core.errors import UserError, check_keys
+from clusterfl.core.io import mapping, read_yaml
+from clusterfl.core.types import SeedInputs
 from clusterfl.data import build_dataset
-from clusterfl.errors import UserError, check_keys
-from clusterfl.io import mapping, read_yaml
 from clusterfl.partition import build_partition
 from clusterfl.partition.base import Partition
-from clusterfl.recovery import adjusted_rand
-from clusterfl.types import SeedInputs
+from clusterfl.run.config import SuiteConfig
+from clusterfl.steps.clustering import flatten, kmeans_plusplus
+from clusterfl.steps.recovery import adjusted_rand
 
 # The diagnostic's own params file, in the paper's directory (data, not code)
 CONFIG = Path(__file__).parents[1] / "model_space.yaml"

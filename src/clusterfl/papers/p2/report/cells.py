@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.metrics import (
+from clusterfl.reports.runs import SeedHistory, read_seed, seed_dirs
+from clusterfl.steps.metrics import (
     HOLDOUT_MATCHED_ACC,
     HOLDOUT_MATCHED_MSE,
     LOCAL_TRAIN_ACC,
@@ -29,7 +30,6 @@ from clusterfl.metrics import (
     Metric,
     metric,
 )
-from clusterfl.reports.runs import SeedHistory, read_seed, seed_dirs
 
 
 @dataclass(frozen=True)

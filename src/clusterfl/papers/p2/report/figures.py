@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.metrics import MIXTURE_MAE
 from clusterfl.papers.p2.report.cells import SeedResult, aligned_importance
 from clusterfl.reports.figures import pyplot, save_figure
+from clusterfl.steps.metrics import MIXTURE_MAE
 
 
 def importance_figure(title: str, cells: Mapping[str, Sequence[SeedResult]],

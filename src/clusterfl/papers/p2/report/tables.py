@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.clustering import match_centers
-from clusterfl.metrics import MIXTURE_MAE
 from clusterfl.papers.p2.report.cells import SeedResult, cell_measure, center_table, matched_order
 from clusterfl.reports.tables import markdown_table, mean_std
+from clusterfl.steps.clustering import match_centers
+from clusterfl.steps.metrics import MIXTURE_MAE
 
 
 def _f(x: float) -> str:

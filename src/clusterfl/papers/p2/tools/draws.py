@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from clusterfl.clustering import match_centers
-from clusterfl.config import SuiteConfig
 from clusterfl.data import build_dataset
 from clusterfl.papers.p2.report.comparable import implied_distances
 from clusterfl.partition import build_partition
-from clusterfl.runner import run_seed
+from clusterfl.run.config import SuiteConfig
+from clusterfl.run.runner import run_seed
+from clusterfl.steps.clustering import match_centers
 
 
 def squared_distance(theta: np.ndarray) -> float:

@@ -27,12 +27,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import build_engine
+from clusterfl.core.options import require
+from clusterfl.core.types import SeedInputs, Tensors, View
 from clusterfl.engine import Adam, Sgd, make_plan
-from clusterfl.loop import FederatedAlgorithm
-from clusterfl.models import init_params
-from clusterfl.options import require
 from clusterfl.papers.p3.training.context import P3Context, build_context
 from clusterfl.papers.p3.training.model import HEAD
 from clusterfl.papers.p3.training.steps import (
@@ -44,7 +42,9 @@ from clusterfl.papers.p3.training.steps import (
     select_modality_rate,
     select_rates,
 )
-from clusterfl.types import SeedInputs, Tensors, View
+from clusterfl.steps.aggregation import broadcast, gather
+from clusterfl.training.loop import FederatedAlgorithm
+from clusterfl.training.models import init_params
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ import torch
 from torch import nn
 
 from clusterfl.algorithms.base import Schedule, build_engine, model_schedule
+from clusterfl.core.errors import UserError
+from clusterfl.core.types import RunContext, SeedInputs
 from clusterfl.engine import ClientData, LocalEngine
-from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm
-from clusterfl.models import build_model
 from clusterfl.partition import views
-from clusterfl.types import RunContext, SeedInputs
+from clusterfl.training.loop import FederatedAlgorithm
+from clusterfl.training.models import build_model
 
 
 @dataclass(frozen=True)

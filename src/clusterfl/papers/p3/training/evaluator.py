@@ -10,8 +10,16 @@ from typing import Any
 
 import torch
 
-from clusterfl.metrics import METRICS, TEST_ACC, TEST_LOSS, TRAIN_ACC, TRAIN_LOSS, Metric, register
-from clusterfl.types import View
+from clusterfl.core.types import View
+from clusterfl.steps.metrics import (
+    METRICS,
+    TEST_ACC,
+    TEST_LOSS,
+    TRAIN_ACC,
+    TRAIN_LOSS,
+    Metric,
+    register,
+)
 
 
 def modality_metrics(modality: str) -> tuple[Metric, Metric]:

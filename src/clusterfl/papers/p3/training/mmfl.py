@@ -21,10 +21,10 @@ Standalone (one client alone) and the centralized baseline are `standalone.py` a
 `centralized.py`. The rate selection itself is `base.ModalityAlgorithm.select`.
 """
 
-from clusterfl.aggregation import broadcast
+from clusterfl.core.types import Tensors
 from clusterfl.papers.p3.training.base import ModalityAlgorithm
 from clusterfl.papers.p3.training.steps import server_step
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import broadcast
 
 
 class MmFL(ModalityAlgorithm):

@@ -21,9 +21,9 @@ from typing import Literal
 import torch
 from torch import nn
 
-from clusterfl.errors import UserError
-from clusterfl.models import MODELS, ModelSpec
-from clusterfl.options import require
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
+from clusterfl.training.models import MODELS, ModelSpec
 
 HEAD = "head."  # the prefix of the shared head's parameter names
 

@@ -5,8 +5,8 @@ It shares mmFL's local work (`base.ModalityAlgorithm`: with several `rates` each
 selects its own, with one it trains at that rate) and has no server step.
 """
 
+from clusterfl.core.types import Tensors
 from clusterfl.papers.p3.training.base import ModalityAlgorithm
-from clusterfl.types import Tensors
 
 
 class Standalone(ModalityAlgorithm):

@@ -15,10 +15,10 @@
 import numpy as np
 import torch
 
-from clusterfl.aggregation import weighted_average
+from clusterfl.core.types import Tensors
 from clusterfl.engine import BatchPlan, ClientData
 from clusterfl.papers.p3.training.model import HEAD
-from clusterfl.types import Tensors
+from clusterfl.steps.aggregation import weighted_average
 
 
 def modality_seed(seed: int, modality: int) -> int:

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from clusterfl.metrics import ARI, TEST_ACC
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import read_cell
 from clusterfl.reports.tables import markdown_table, mean_std
+from clusterfl.steps.metrics import ARI, TEST_ACC
 
 RealFinals = Mapping[tuple[str, str], Mapping[str, list[float]]]
 

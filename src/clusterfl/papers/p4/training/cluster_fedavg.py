@@ -20,11 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.aggregation import broadcast, gather
 from clusterfl.algorithms.base import NeuralAlgorithm
-from clusterfl.clustering import cluster_average
-from clusterfl.errors import UserError
-from clusterfl.types import Tensors
+from clusterfl.core.errors import UserError
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import broadcast, gather
+from clusterfl.steps.clustering import cluster_average
 
 
 @dataclass(frozen=True)

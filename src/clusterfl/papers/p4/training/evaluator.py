@@ -11,10 +11,10 @@ from typing import Any
 
 import torch
 
-from clusterfl.metrics import Metric, register
+from clusterfl.core.types import View
 from clusterfl.papers.p4.training.momentum import gradients
 from clusterfl.papers.p4.training.rounds import model_error
-from clusterfl.types import View
+from clusterfl.steps.metrics import Metric, register
 
 OPTIMUM_ERROR = register(Metric("optimum_error", "error (1/N) Σ ‖x_i − x*_k(i)‖²", True))
 GRADIENT_NORM = register(Metric("gradient_norm", "(1/N) Σ ‖∇f_i(x_i)‖²", True))

@@ -10,10 +10,10 @@ from typing import Literal
 
 import torch
 
-from clusterfl.options import require
+from clusterfl.core.options import require
+from clusterfl.core.types import View
 from clusterfl.papers.p4.training.linear import LinearProblem, StepHyper
 from clusterfl.papers.p4.training.rounds import IfcaState, ifca_initial_state, ifca_round
-from clusterfl.types import View
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,10 @@ from typing import Literal
 import numpy as np
 import torch
 
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import require
+from clusterfl.core.types import Dataset, GroundTruth, RunContext, SeedInputs, View
 from clusterfl.data.synthetic import ThresholdRegressionOptions, threshold_regression
-from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm
-from clusterfl.options import require
 from clusterfl.papers.p4.training.momentum import LinearClients, LocalUpdate, stack_clients
 from clusterfl.papers.p4.training.rounds import (
     STARTS,
@@ -40,7 +40,7 @@ from clusterfl.papers.p4.training.rounds import (
     initial_state,
 )
 from clusterfl.partition.views import client_data
-from clusterfl.types import Dataset, GroundTruth, RunContext, SeedInputs, View
+from clusterfl.training.loop import FederatedAlgorithm
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from clusterfl.options import require
+from clusterfl.core.options import require
 
 
 @dataclass(frozen=True)

@@ -39,15 +39,15 @@ from typing import Literal
 
 import torch
 
-from clusterfl.aggregation import broadcast
 from clusterfl.algorithms.base import NeuralAlgorithm, NeuralContext
-from clusterfl.clustering import flatten, unflatten
+from clusterfl.core.options import require
+from clusterfl.core.types import SeedInputs, Tensors
 from clusterfl.engine.base import Prox
 from clusterfl.engine.rules import GradOracle, add_penalty_grads_
-from clusterfl.options import require
 from clusterfl.papers.p4.training.momentum import momentum_alpha, update_momentum
 from clusterfl.papers.p4.training.rounds import Clustering
-from clusterfl.types import SeedInputs, Tensors
+from clusterfl.steps.aggregation import broadcast
+from clusterfl.steps.clustering import flatten, unflatten
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from clusterfl.options import require
+from clusterfl.core.options import require
 from clusterfl.papers.p4.training.momentum import (
     LinearClients,
     LocalUpdate,

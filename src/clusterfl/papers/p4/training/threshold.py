@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from clusterfl.options import require
+from clusterfl.core.options import require
 
 Threshold = float | Tensor | Callable[[Tensor, Tensor], Tensor]
 

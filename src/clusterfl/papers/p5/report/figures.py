@@ -11,7 +11,6 @@
 from collections.abc import Mapping
 from pathlib import Path
 
-from clusterfl.metrics import Metric
 from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
     CLUSTERING_ARI,
@@ -21,6 +20,7 @@ from clusterfl.papers.p5.training.metrics import (
 )
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import Curve
+from clusterfl.steps.metrics import Metric
 
 
 def centralized(curve: Curve) -> bool:

@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from clusterfl.config import load_params
 from clusterfl.papers.p5.report import traces
 from clusterfl.papers.p5.report.claims import COST_WITHIN, cost_to_reach
 from clusterfl.reports.section import ReportInput
+from clusterfl.run.config import load_params
 
 Trace = Sequence[tuple[float, float]]  # (cumulative upload, objective) per round
 SUITE = Path("suites/paper/params.yaml")

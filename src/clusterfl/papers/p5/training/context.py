@@ -17,12 +17,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from clusterfl.errors import UserError
-from clusterfl.loop import FederatedAlgorithm
+from clusterfl.core.errors import UserError
+from clusterfl.core.types import RunContext, SeedInputs
 from clusterfl.papers.p5.training.clients import Federation
 from clusterfl.papers.p5.training.onmf import ObjectiveParts, WBounds
 from clusterfl.partition.views import gather
-from clusterfl.types import RunContext, SeedInputs
+from clusterfl.training.loop import FederatedAlgorithm
 
 
 @dataclass

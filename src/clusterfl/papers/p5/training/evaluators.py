@@ -11,6 +11,7 @@ H_p H_p^T, "xht": sum_p X_p H_p^T, "rho": the rho the round used, "nu": nu}.
 
 from typing import Any
 
+from clusterfl.core.types import View
 from clusterfl.evaluators import EVALUATORS
 from clusterfl.papers.p5.training.context import P5Context, objective_from_statistics
 from clusterfl.papers.p5.training.metrics import (
@@ -20,7 +21,6 @@ from clusterfl.papers.p5.training.metrics import (
     OBJECTIVE,
 )
 from clusterfl.papers.p5.training.onmf import clustering_scores, labels_from_h
-from clusterfl.types import View
 
 CLUSTERING, OBJECTIVE_EVALUATOR = "p5_clustering", "p5_objective"
 

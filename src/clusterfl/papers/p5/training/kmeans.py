@@ -4,7 +4,7 @@ method over 10 random initialisations rather than keeping the best of several.""
 
 import numpy as np
 
-from clusterfl.clustering import draw_seed, kmeans_plusplus
+from clusterfl.steps.clustering import draw_seed, kmeans_plusplus
 
 
 def kmeans_pp(rows: np.ndarray, clusters: int,

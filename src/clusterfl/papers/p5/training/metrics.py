@@ -1,11 +1,11 @@
-"""The metrics P5 runs record (`clusterfl.metrics` registry), one constant per name.
+"""The metrics P5 runs record (`clusterfl.steps.metrics` registry), one constant per name.
 
 Clustering quality is scored per *sample* (each sample's cluster against its true label:
 the generator's cluster for the synthetic sets, the digit or garment class for images), not
 per client as the shared `ari`/`nmi` of `cluster_recovery` are; hence separate names.
 """
 
-from clusterfl.metrics import METRICS, Metric, register
+from clusterfl.steps.metrics import METRICS, Metric, register
 
 
 def _register(metric: Metric) -> Metric:

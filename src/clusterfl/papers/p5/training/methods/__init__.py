@@ -1,4 +1,4 @@
-"""P5's algorithms on the shared round loop (`clusterfl.loop.FederatedAlgorithm`), one file
+"""P5's algorithms on the shared round loop (`clusterfl.training.loop.FederatedAlgorithm`), one file
 each, thin over the pure round functions of `clusterfl.papers.p5.training`; importing this package
 registers them (`clusterfl.algorithms.ALGORITHMS`)."""
 

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from clusterfl.loop import FederatedAlgorithm
-from clusterfl.options import require
+from clusterfl.core.options import require
+from clusterfl.core.types import SeedInputs, View
 from clusterfl.papers.p5.training.context import P5Context, build_context, objective_from_statistics
 from clusterfl.papers.p5.training.evaluators import CLUSTERING, OBJECTIVE_EVALUATOR
 from clusterfl.papers.p5.training.metrics import CONVERGED, RHO, UPLOAD_FLOATS, UPLOAD_TOTAL
@@ -37,7 +37,7 @@ from clusterfl.papers.p5.training.onmf import (
 )
 from clusterfl.papers.p5.training.onmf import RHO as RHO0
 from clusterfl.papers.p5.training.sncp import initial_point
-from clusterfl.types import SeedInputs, View
+from clusterfl.training.loop import FederatedAlgorithm
 
 INIT_STREAM = 5  # the common initial point's generator: default_rng([INIT_STREAM, seed])
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.options import require
+from clusterfl.core.options import require
 from clusterfl.papers.p5.training.context import central_x
 from clusterfl.papers.p5.training.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
 from clusterfl.papers.p5.training.onmf import SncpSchedule

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-from clusterfl.options import require
+from clusterfl.core.options import require
 from clusterfl.papers.p5.training.clients import client_statistics
 from clusterfl.papers.p5.training.fedcavg import FedCAvgState, fedcavg_round
 from clusterfl.papers.p5.training.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot

@@ -11,7 +11,7 @@ from typing import Literal
 
 import torch
 
-from clusterfl.options import require
+from clusterfl.core.options import require
 from clusterfl.papers.p5.training.fedcgds import fedcgds_init, fedcgds_round, sample_clients
 from clusterfl.papers.p5.training.methods.base import OnmfAlgorithm, OnmfHyper, Snapshot
 

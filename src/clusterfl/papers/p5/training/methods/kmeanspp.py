@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from clusterfl.metrics import KMEANS_SECONDS
-from clusterfl.options import require
+from clusterfl.core.options import require
 from clusterfl.papers.p5.training.context import P5Context, central_x
 from clusterfl.papers.p5.training.kmeans import kmeans_pp
 from clusterfl.papers.p5.training.methods.base import P5Algorithm, Snapshot
+from clusterfl.steps.metrics import KMEANS_SECONDS
 
 
 @dataclass(frozen=True)

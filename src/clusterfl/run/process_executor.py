@@ -1,4 +1,4 @@
-"""Seed jobs in spawned worker processes: the process executor of `clusterfl.execution`.
+"""Seed jobs in spawned worker processes: the process executor of `clusterfl.run.execution`.
 
 At most `workers` jobs run at once, each in a worker process with `threads` torch threads. A
 worker is kept for the next queued job (torch imported and the cell's dataset loaded once)
@@ -29,13 +29,13 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from clusterfl.checkpoints import Interrupted
+from clusterfl.core.options import count
 from clusterfl.engine.threads import configure_threads, split_threads
-from clusterfl.history import RunHistory
-from clusterfl.options import count
+from clusterfl.run.checkpoints import Interrupted
+from clusterfl.training.history import RunHistory
 
 if TYPE_CHECKING:  # execution.py imports this module
-    from clusterfl.execution import LiveCallbacks, SeedJob
+    from clusterfl.run.execution import LiveCallbacks, SeedJob
 
 
 class RemoteTraceback(Exception):

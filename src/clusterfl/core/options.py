@@ -12,7 +12,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from clusterfl.errors import UserError, check_keys
+from clusterfl.core.errors import UserError, check_keys
 
 T = TypeVar("T")
 

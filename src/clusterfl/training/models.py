@@ -25,10 +25,10 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
-from clusterfl.errors import UserError
-from clusterfl.options import build_options, require
-from clusterfl.registry import Registry
-from clusterfl.types import Tensors
+from clusterfl.core.errors import UserError
+from clusterfl.core.options import build_options, require
+from clusterfl.core.registry import Registry
+from clusterfl.core.types import Tensors
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ callbacks. Neural algorithms (an engine, a schedule, a model) build on this in
 `FederatedAlgorithm` directly and fills `view()` with what it has.
 
 What the loop exchanges (`RunContext`, `View`, `Evaluator`, `SeedInputs`) is defined in
-`clusterfl.types`, so evaluators never import the loop; the loop uses the evaluator registry
+`clusterfl.core.types`, so evaluators never import the loop; the loop uses the evaluator registry
 only to build an algorithm's `default_evaluators()` by name.
 """
 
@@ -20,8 +20,9 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar, get_args
 import numpy as np
 import torch
 
-from clusterfl.callbacks import Callback, CallbackList
-from clusterfl.checkpoints import (
+from clusterfl.core.types import Evaluator, GroundTruth, RunContext, SeedInputs, View
+from clusterfl.evaluators import build_evaluators
+from clusterfl.run.checkpoints import (
     Interrupted,
     SeedCheckpoint,
     StopRequest,
@@ -29,10 +30,9 @@ from clusterfl.checkpoints import (
     set_global_rng_state,
     stop_on_signals,
 )
-from clusterfl.evaluators import build_evaluators
-from clusterfl.history import RunHistory
-from clusterfl.metrics import ROUND_SECONDS
-from clusterfl.types import Evaluator, GroundTruth, RunContext, SeedInputs, View
+from clusterfl.steps.metrics import ROUND_SECONDS
+from clusterfl.training.callbacks import Callback, CallbackList
+from clusterfl.training.history import RunHistory
 
 # What kind of model each client ends with, as the benchmark's leaderboard groups methods
 # (docs/algorithms.md): one global model, its own local one, a personalized one, or its

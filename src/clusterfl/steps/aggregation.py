@@ -2,7 +2,7 @@
 
 import torch
 
-from clusterfl.types import Tensors
+from clusterfl.core.types import Tensors
 
 
 def weighted_average(stacked: Tensors, weights: torch.Tensor) -> Tensors:

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Generic, TypeVar
 
-from clusterfl.errors import unknown_name
+from clusterfl.core.errors import unknown_name
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from clusterfl.errors import UserError
+from clusterfl.core.errors import UserError
 
 
 def temporary_file(directory: Path, prefix: str, suffix: str = "") -> Path:
@@ -99,7 +99,7 @@ def read_npz(path: Path, kinds: dict[str, str], what: str) -> dict[str, np.ndarr
     with a dtype of that kind (numpy kind letters, e.g. "iu" for integers, "f", "U").
     Anything else is a one-line `CorruptFile` naming the file; `what` names the kind of file.
     """
-    from clusterfl.errors import CorruptFile
+    from clusterfl.core.errors import CorruptFile
 
     try:
         with path.open("rb") as f:

@@ -31,7 +31,7 @@ from clusterfl.engine import (
     make_plan,
 )
 from clusterfl.engine.kernels import linear_relu_layers
-from clusterfl.models import build_model, init_params
+from clusterfl.training.models import build_model, init_params
 
 FEATURES, CLASSES = 784, 10
 

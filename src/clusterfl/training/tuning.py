@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.errors import UserError, check_keys
+from clusterfl.core.errors import UserError, check_keys
 
 CLUSTER_FIELDS = ("num_clusters", "num_components")  # IFCA/pFedKM/FedSoft's K, FedEM's M
 TUNING_KEYS = ("seeds", "lr", "clusters", "default_clusters", "hyper")

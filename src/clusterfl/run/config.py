@@ -5,9 +5,9 @@ Three kinds of file, read together:
 - a **suite file**: the root `params.yaml` (the default suite, what `dvc repro` runs) or
   `suites/<name>/params.yaml`. Its `suite:` block names the suite, its `seeds`, the
   `training` overrides applied to every experiment of the suite, the `grid` of
-  experiments x algorithms it trains (`clusterfl.suite`: the cells, their partitions and
+  experiments x algorithms it trains (`clusterfl.core.suite`: the cells, their partitions and
   datasets are derived), optional extra `partitions`, extra paper modules (`papers`) and
-  the suite it `extends`; a benchmark suite adds `tuning` (`clusterfl.tuning`) and may
+  the suite it `extends`; a benchmark suite adds `tuning` (`clusterfl.training.tuning`) and may
   override catalogue entries' options by name (`dataset_options`, `partition_options`);
 - the **catalogue**, the root `params.yaml`: shared `datasets`, `partitions`, `tracking`,
   `checkpoints` (how often a seed writes a round checkpoint; shapes no number); any
@@ -35,16 +35,16 @@ from pathlib import Path
 from typing import Any
 
 from clusterfl.algorithms import ALGORITHMS, Schedule
+from clusterfl.core.errors import UserError, check_keys, unknown_name
+from clusterfl.core.io import mapping, read_yaml, shown
+from clusterfl.core.options import build_options
+from clusterfl.core.suite import Cell, grid_cells, home, merge, needed, suite_chain, suite_root
 from clusterfl.data import DATA_SOURCES
-from clusterfl.errors import UserError, check_keys, unknown_name
-from clusterfl.io import mapping, read_yaml, shown
-from clusterfl.loop import FederatedAlgorithm
-from clusterfl.models import MODELS
-from clusterfl.options import build_options
 from clusterfl.papers import BUILTIN, Paper, load_papers, load_plugins, paper_directory
 from clusterfl.partition import SCHEMES
-from clusterfl.suite import Cell, grid_cells, home, merge, needed, suite_chain, suite_root
-from clusterfl.tuning import Tuning, parse_tuning
+from clusterfl.training.loop import FederatedAlgorithm
+from clusterfl.training.models import MODELS
+from clusterfl.training.tuning import Tuning, parse_tuning
 
 SUITE_KEYS = ("name", "extends", "seeds", "training", "grid", "partitions", "papers",
               "tuning", "dataset_options", "partition_options", "plugins", "algorithms")
@@ -122,7 +122,7 @@ class SuiteConfig:
         self.suite_raw = mapping(raw["suite"], f"{where}:suite")
         if "cells" in self.suite_raw:
             raise UserError(f"{where}:suite.cells: a suite names a grid instead: grid: "
-                            "[{experiments: [...], algorithms: [...]}] (clusterfl.suite)")
+                            "[{experiments: [...], algorithms: [...]}] (clusterfl.core.suite)")
         check_keys(self.suite_raw, SUITE_KEYS, f"{where}:suite")
         self.suite = str(self.suite_raw.get("name", ""))
         if not self.suite:

@@ -15,7 +15,7 @@ from scipy.optimize import linear_sum_assignment
 
 
 # scikit-learn is imported where it is used: at import it costs every stage process about as
-# much as torch does (measured with `python -X importtime -c "import clusterfl.config"`).
+# much as torch does (measured with `python -X importtime -c "import clusterfl.run.config"`).
 def adjusted_rand(true: np.ndarray, predicted: np.ndarray) -> float:
     from sklearn.metrics import adjusted_rand_score
 

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clusterfl.errors import UserError, check_keys
-from clusterfl.io import mapping, read_yaml, shown
+from clusterfl.core.errors import UserError, check_keys
+from clusterfl.core.io import mapping, read_yaml, shown
 
 GRID_KEYS = ("experiments", "algorithms")
 ADDITIVE = ("grid", "partitions", "plugins")  # a child's entries add to its parent's

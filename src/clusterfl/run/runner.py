@@ -4,13 +4,13 @@ from collections.abc import Sequence
 
 import torch
 
-from clusterfl.callbacks import Callback
-from clusterfl.checkpoints import SeedCheckpoint
-from clusterfl.config import AlgorithmConfig, Experiment
+from clusterfl.core.types import Dataset, Partition, SeedInputs
 from clusterfl.evaluators import build_evaluators
-from clusterfl.history import RunHistory
 from clusterfl.partition.validation import validation_split
-from clusterfl.types import Dataset, Partition, SeedInputs
+from clusterfl.run.checkpoints import SeedCheckpoint
+from clusterfl.run.config import AlgorithmConfig, Experiment
+from clusterfl.training.callbacks import Callback
+from clusterfl.training.history import RunHistory
 
 
 def run_seed(

@@ -1,14 +1,14 @@
 """Choosing how seed jobs run: the executor a command's options ask for (`--jobs`,
 `--threads`, `clusterfl sweep --executor ray|process|serial`). Above the executor interface
-(`clusterfl.execution`) and its implementations, which never import this module.
+(`clusterfl.run.execution`) and its implementations, which never import this module.
 """
 
 import os
 
-from clusterfl.errors import UserError, unknown_name
-from clusterfl.execution import Executor, SerialExecutor
-from clusterfl.options import count
-from clusterfl.process_executor import ProcessExecutor
+from clusterfl.core.errors import UserError, unknown_name
+from clusterfl.core.options import count
+from clusterfl.run.execution import Executor, SerialExecutor
+from clusterfl.run.process_executor import ProcessExecutor
 
 SWEEP_EXECUTORS = ("ray", "process", "serial")
 
@@ -29,7 +29,7 @@ def choose_executor(kind: str | None = None, *, jobs: int | None = None,
     default one on CUDA; a task whose worker died runs again up to `retries` times), `process`
     (`cpus` workers, default one per core, one thread each) or `serial` (this process).
     """
-    from clusterfl.devices import resolve_device
+    from clusterfl.run.devices import resolve_device
 
     if kind is None:
         jobs = count("--jobs", jobs, "CLUSTERFL_JOBS") or 1
@@ -43,7 +43,7 @@ def choose_executor(kind: str | None = None, *, jobs: int | None = None,
         return executor, resolve_device(device)
     cpus = count("--cpus", cpus)  # 0 is an error, as for --jobs and --threads
     if kind == "ray":
-        from clusterfl.ray_executor import RayExecutor
+        from clusterfl.run.ray_executor import RayExecutor
 
         if cpus is not None and (address or os.environ.get("RAY_ADDRESS")):
             raise UserError("--cpus: sets the size of a local Ray; a cluster (--address, "

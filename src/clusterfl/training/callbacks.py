@@ -1,6 +1,6 @@
 """Callbacks the round loop calls; tracking and progress bars live here, so algorithms never
 import MLflow or a UI library. (Checkpoints need the loop's state, so the loop writes them:
-`clusterfl.checkpoints`.) A resumed run replays its restored rounds to the callbacks first;
+`clusterfl.run.checkpoints`.) A resumed run replays its restored rounds to the callbacks first;
 `on_run_start`'s `resumed_at` says how many."""
 
 from typing import Any, Protocol

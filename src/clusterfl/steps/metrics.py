@@ -7,7 +7,7 @@ recorded as fractions and shown x100. Papers register the metrics they add (`reg
 
 from dataclasses import dataclass
 
-from clusterfl.registry import Registry
+from clusterfl.core.registry import Registry
 
 
 @dataclass(frozen=True)

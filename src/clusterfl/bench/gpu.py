@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from clusterfl.bench import (
+from clusterfl.bench.cpu import (
     CLASSES,
     FASHION_MNIST_DIR,
     FEATURES,
@@ -141,10 +141,10 @@ def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
     shape where that is absent: (algorithm, evaluators, data source)."""
     import dataclasses
 
-    from clusterfl.config import load_params
+    from clusterfl.core.types import Dataset, SeedInputs
     from clusterfl.evaluators import build_evaluators
     from clusterfl.partition import build_partition
-    from clusterfl.types import Dataset, SeedInputs
+    from clusterfl.run.config import load_params
 
     if not suite.exists():
         raise FileNotFoundError(f"{suite}: not found; run `clusterfl bench gpu` from the "

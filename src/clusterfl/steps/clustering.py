@@ -22,8 +22,8 @@ import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 
-from clusterfl.aggregation import weighted_average
-from clusterfl.types import Tensors
+from clusterfl.core.types import Tensors
+from clusterfl.steps.aggregation import weighted_average
 
 
 def flatten(stacked: Tensors) -> torch.Tensor:
@@ -59,7 +59,7 @@ def kmeans_plusplus(points: np.ndarray, k: int, seed: int, n_init: int = 1,
     """scikit-learn's Lloyd k-means with k-means++ seeding on the rows of `points`, as given
     (no cap on `k`, no dtype change); `tol` is scikit-learn's (relative to the mean variance
     of the features); `seconds` is the fit's wall-clock time."""
-    from sklearn.cluster import KMeans  # here, not at import: see `clusterfl.recovery`
+    from sklearn.cluster import KMeans  # here, not at import: see `clusterfl.steps.recovery`
 
     start = time.perf_counter()
     model = KMeans(n_clusters=k, init="k-means++", n_init=n_init, random_state=seed, tol=tol)

@@ -258,7 +258,7 @@ def replay_cell(record: dict[str, Any],
     seeds, summary = load()
     tracker = CellTracker(record["experiment"], record["run_name"], record["params"],
                           record["tags"], uri=uri)
-    from clusterfl.callbacks import replay
+    from clusterfl.training.callbacks import replay
 
     for seed, history in seeds:
         replay(history, tracker.seed_callback(seed))

@@ -137,7 +137,7 @@ class ScheduleSpec(Protocol):
 
 
 class ExperimentSpec(Protocol):
-    """What `make_context` reads of an experiment (`clusterfl.config.Experiment`, which sits
+    """What `make_context` reads of an experiment (`clusterfl.run.config.Experiment`, which sits
     above the algorithms: the suite's config names them)."""
 
     @property

@@ -1,4 +1,4 @@
-"""Seed jobs as Ray tasks: the cluster executor of `clusterfl.execution`.
+"""Seed jobs as Ray tasks: the cluster executor of `clusterfl.run.execution`.
 
 `RayExecutor` has the interface of the serial and process executors (`submit`, `result`,
 `cancel`; `execution.run_jobs` runs a cell on it): one Ray task per seed job, each with its
@@ -26,9 +26,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from clusterfl.callbacks import Callback
-from clusterfl.execution import LiveCallbacks, SeedJob, no_callbacks
-from clusterfl.history import RunHistory
+from clusterfl.run.execution import LiveCallbacks, SeedJob, no_callbacks
+from clusterfl.training.callbacks import Callback
+from clusterfl.training.history import RunHistory
 
 _CACHE = "clusterfl-ray"  # under the node's temp dir: <sha256>/<file name>
 

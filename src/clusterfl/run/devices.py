@@ -4,7 +4,7 @@ Numbers are reproducible per device: the same seed gives the same history on CPU
 but a CUDA run differs from a CPU run in the last bits (other kernels, other summation order).
 """
 
-from clusterfl.errors import UserError, unknown_name
+from clusterfl.core.errors import UserError, unknown_name
 
 DEVICES = ("cpu", "cuda", "auto")
 

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from clusterfl.callbacks import Callback, replay
-from clusterfl.checkpoints import CheckpointPolicy, SeedCheckpoint, run_key
-from clusterfl.config import AlgorithmConfig, Experiment
 from clusterfl.data import load_dataset
-from clusterfl.history import RunHistory
 from clusterfl.partition import load_partition
-from clusterfl.runner import run_seed
+from clusterfl.run.checkpoints import CheckpointPolicy, SeedCheckpoint, run_key
+from clusterfl.run.config import AlgorithmConfig, Experiment
+from clusterfl.run.runner import run_seed
+from clusterfl.training.callbacks import Callback, replay
+from clusterfl.training.history import RunHistory
 
 _dataset = functools.lru_cache(maxsize=1)(load_dataset)  # seeds of a cell share it
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clusterfl.errors import CorruptFile
-from clusterfl.io import atomic_write_json, atomic_write_text, content_sha256
-from clusterfl.metrics import METRICS, is_wall_clock, metric
+from clusterfl.core.errors import CorruptFile
+from clusterfl.core.io import atomic_write_json, atomic_write_text, content_sha256
+from clusterfl.steps.metrics import METRICS, is_wall_clock, metric
 
 PRIMARY = "test_acc"  # classification runs
 PRIMARY_REGRESSION = "test_mse"  # regression runs (lower is better)

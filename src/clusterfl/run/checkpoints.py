@@ -34,9 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from clusterfl.errors import UserError
-from clusterfl.history import RunHistory
-from clusterfl.io import atomic_write_bytes, atomic_write_text
+from clusterfl.core.errors import UserError
+from clusterfl.core.io import atomic_write_bytes, atomic_write_text
+from clusterfl.training.history import RunHistory
 
 STATE, FINISHED, KEY = "state.pt", "finished.pt", "key.txt"
 
