@@ -31,6 +31,7 @@ stages of one full item per cell (tests/test_render.py), so params and deps stay
 import re
 import sys
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -303,17 +304,48 @@ def _data_stages(params: SuiteConfig, root: Path, code: Code,
     return out
 
 
+@dataclass
+class Layout:
+    """Where a suite's stages run and write: its dvc.yaml's `wdir`, the suite that owns its
+    data and results (`home`: a suite that only adds cells uses its parent's), and the
+    params files of its `extends` chain."""
+    wdir: str
+    home: str
+    chain: list[tuple[Path, dict[str, Any]]]
+
+    @property
+    def data(self) -> str:
+        return f"data/{self.home}"
+
+
 def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
            ) -> dict[str, Any]:
     """The suite's dvc.yaml as a mapping (its stages and plots). With `compact=False` the
     cells are a `foreach` whose items carry every field; the compact form (`cell_loop`) must
     expand to the same stages (tests/test_render.py checks it with DVC's own parser)."""
-    name, chain, home = params.suite, suite_chain(params.file), params.home
     wdir = Path(*[".."] * len(params.file.resolve().parent.relative_to(root.resolve()).parts))
-    wdir_text = wdir.as_posix() if wdir.parts else "."
-    data = f"data/{home}"  # a suite that only adds cells uses its parent's data and results
+    layout = Layout(wdir.as_posix() if wdir.parts else ".", params.home,
+                    suite_chain(params.file))
     papers = {c.paper for c in params.cells}
     paper_code = {key: _paper_code(params, key, code) for key in sorted(papers)}
+    out: dict[str, Any] = {}
+    if layout.home == params.suite:  # else the parent's pipeline prepares the data
+        out |= _data_stages(params, root, code, layout.chain, layout.wdir)
+    out |= _cell_stages(params, root, code, layout, paper_code, compact)
+    out |= _report_stages(params, root, code, layout, paper_code, sorted(papers))
+    # top-level plots are paths from the dvc.yaml's own directory, not from its `wdir`
+    reports = f"reports/{params.suite}/curves"
+    plots = reports if layout.wdir == "." else f"{layout.wdir}/{reports}"
+    return {"stages": out, "plots": [{plots: {"x": "round"}}]}
+
+
+def _cell_stages(params: SuiteConfig, root: Path, code: Code, layout: Layout,
+                 paper_code: dict[str, tuple[str, str | None]], compact: bool
+                 ) -> dict[str, Any]:
+    """The train stages of the suite's own cells (and their tune stages where the suite has
+    a tuning grid): one loop item per cell, with only what its stages cannot derive."""
+    if not params.own_cells:
+        return {}
     algorithm_code = {c.name: _algorithm_code(params, c, code) for c in params.own_cells}
     shared = set().union(*(needs for _, needs in algorithm_code.values()))
     train_code = code.paths({m for m in code.reach("train") | shared
@@ -334,47 +366,58 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
                       ["dataset"],
                       "partition": params.experiment(c.experiment).partition}
              for c in params.own_cells}
-    cell_params = [{"${item.paper_params}": ["experiments.${item.experiment}",
-                                             "algorithms.${item.algorithm}"]}]
-    if params.suite_algorithms:  # a cell's algorithm entry is in its paper's file or the suite's
-        suite_file = params.file.resolve().relative_to(root.resolve()).as_posix()
-        for item in cells.values():
-            mine = item["algorithm"] in params.suite_algorithms
-            item["algorithm_params"] = suite_file if mine else item["paper_params"]
-            item["algorithm_key"] = f"{'suite.' if mine else ''}algorithms.{item['algorithm']}"
-        cell_params = [{"${item.paper_params}": ["experiments.${item.experiment}"]},
-                       {"${item.algorithm_params}": ["${item.algorithm_key}"]}]
+    cell_params = _cell_params(params, root, cells)
     cell_deps = [*train_code, "${item.init}", *(["${item.training}"] if trained else []),
                  *(["${item.code}"] if coded else []), *plugins,
-                 f"{data}/raw/${{item.dataset}}", f"{data}/partitions/${{item.partition}}"]
-    out: dict[str, Any] = {}
-    if home == name:  # else the parent's pipeline prepares the data
-        out |= _data_stages(params, root, code, chain, wdir_text)
+                 f"{layout.data}/raw/${{item.dataset}}",
+                 f"{layout.data}/partitions/${{item.partition}}"]
+    name, home, out = params.suite, layout.home, {}
     train_cmd = f"clusterfl train ${{item.experiment}} ${{item.algorithm}} --suite {name}"
-    tuned = params.tuning is not None and bool(cells)
-    loop, fill = cell_loop(cells) if cells and compact else ({"foreach": cells}, {})
+    loop, fill = cell_loop(cells) if compact else ({"foreach": cells}, {})
+    picks = f"results/{home}/tuning/${{item.experiment}}/${{item.algorithm}}"
+    tuned = params.tuning is not None
     if tuned:
-        picks = f"results/{home}/tuning/${{item.experiment}}/${{item.algorithm}}"
         out["tune"] = _looped(loop, fill, {
-            "wdir": wdir_text, "cmd": f"clusterfl tune ${{item.experiment}} "
+            "wdir": layout.wdir, "cmd": f"clusterfl tune ${{item.experiment}} "
             f"${{item.algorithm}} --suite {name} --device auto",
-            "params": [*_params(chain, ["tuning", "training"], root),
-                       *cell_params],
+            "params": [*_params(layout.chain, ["tuning", "training"], root), *cell_params],
             "deps": [*code.paths({m for m in code.reach("tune") | shared
                                   if not m.startswith("clusterfl.papers.")}),
                      *cell_deps[len(train_code):]],
             "outs": [picks]})
         train_cmd += f" --device auto --picks {picks}/picks.json"
-    if cells:
-        out["train"] = _looped(loop, fill, {
-            "wdir": wdir_text, "cmd": train_cmd,
-            "params": [*_params(chain, ["seeds", "training"], root,
-                               ["tracking"]), *cell_params],
-            "deps": [*cell_deps, *([picks] if tuned else [])],
-            "outs": [f"results/{home}/${{item.experiment}}/${{item.algorithm}}"]})
+    out["train"] = _looped(loop, fill, {
+        "wdir": layout.wdir, "cmd": train_cmd,
+        "params": [*_params(layout.chain, ["seeds", "training"], root, ["tracking"]),
+                   *cell_params],
+        "deps": [*cell_deps, *([picks] if tuned else [])],
+        "outs": [f"results/{home}/${{item.experiment}}/${{item.algorithm}}"]})
+    return out
 
+
+def _cell_params(params: SuiteConfig, root: Path, cells: dict[str, dict[str, str]]
+                 ) -> list[dict[str, list[str]]]:
+    """The params a cell's stages read by key: its experiment's and its algorithm's entries
+    (an algorithm the suite file defines itself is read from there; its loop items say
+    where)."""
+    if not params.suite_algorithms:
+        return [{"${item.paper_params}": ["experiments.${item.experiment}",
+                                          "algorithms.${item.algorithm}"]}]
+    suite_file = params.file.resolve().relative_to(root.resolve()).as_posix()
+    for item in cells.values():
+        mine = item["algorithm"] in params.suite_algorithms
+        item["algorithm_params"] = suite_file if mine else item["paper_params"]
+        item["algorithm_key"] = f"{'suite.' if mine else ''}algorithms.{item['algorithm']}"
+    return [{"${item.paper_params}": ["experiments.${item.experiment}"]},
+            {"${item.algorithm_params}": ["${item.algorithm_key}"]}]
+
+
+def _report_stages(params: SuiteConfig, root: Path, code: Code, layout: Layout,
+                   paper_code: dict[str, tuple[str, str | None]], papers: list[str]
+                   ) -> dict[str, Any]:
+    """`report` on every cell and, where the suite has several papers, `report_<paper>` on
+    one paper's cells alone (`dvc repro <dvc.yaml>:report_p5` trains P5's cells only)."""
     def report(keys: list[str], reports: str, cmd: str, partitions: list[str]) -> dict[str, Any]:
-        """A report stage on the cells of papers `keys`, written under `reports`."""
         modules = [m for key in keys if (m := (params.paper(key).report or "").partition(":")[0])]
         report_code = code.paths(code.reach("report", modules), coarse=True)
         references = [ref for key in keys  # data the reports read
@@ -382,28 +425,26 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
                                          "/references.yaml")).exists()
                       and not any(ref.startswith(f"{dep}/") for dep in report_code)]
         return {
-            "wdir": wdir_text, "cmd": cmd,
-            "params": _params(chain, ["grid"], root) or [{"params.yaml": ["tracking"]}],
+            "wdir": layout.wdir, "cmd": cmd,
+            "params": _params(layout.chain, ["grid"], root) or [{"params.yaml": ["tracking"]}],
             "deps": [*report_code, *references,
-                     *(f"results/{home}/{c.experiment}/{c.algorithm}" for c in params.cells
-                       if c.paper in keys), *partitions],
+                     *(f"results/{layout.home}/{c.experiment}/{c.algorithm}"
+                       for c in params.cells if c.paper in keys), *partitions],
             "outs": [f"{reports}/tables", f"{reports}/figures", f"{reports}/curves",
                      f"{reports}/index.html"],
             "metrics": [{f"{reports}/metrics.json": {"cache": False}}]}
 
-    reports = f"reports/{name}"
-    out["report"] = report(sorted(papers), reports, f"clusterfl report --suite {name}",
-                           [f"{data}/partitions"])
+    name, reports = params.suite, f"reports/{params.suite}"
+    out = {"report": report(papers, reports, f"clusterfl report --suite {name}",
+                            [f"{layout.data}/partitions"])}
     if len(papers) > 1:  # one paper alone: `dvc repro <dvc.yaml>:report_<paper>`
-        for key in sorted(papers):
+        for key in papers:
             mine = dict.fromkeys(params.experiment(c.experiment).partition
                                  for c in params.cells if c.paper == key)
             out[f"report_{key}"] = report(
                 [key], f"{reports}/{key}", f"clusterfl report --suite {name} --paper {key}",
-                [f"{data}/partitions/{p}" for p in mine])
-    # top-level plots are paths from the dvc.yaml's own directory, not from its `wdir`
-    plots = f"{reports}/curves" if wdir_text == "." else f"{wdir_text}/{reports}/curves"
-    return {"stages": out, "plots": [{plots: {"x": "round"}}]}
+                [f"{layout.data}/partitions/{p}" for p in mine])
+    return out
 
 
 def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:

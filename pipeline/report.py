@@ -21,6 +21,7 @@ run, and the tables, figures and page artifacts of a run `report/<suite>` (stage
 """
 
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,20 @@ local w_i at its best round), and the diff is `ours` minus the paper's; `ours, l
 """
 
 
+@dataclass
+class Loaded:
+    """A suite's results as the report reads them: the cells with histories (paper key,
+    experiment, algorithm), the cells left out (`partial`), one row per seed, the summary
+    table, each cell's mean curve and its paper's references."""
+    cells: list[tuple[str, str, str]]
+    missing: list[str]
+    seeds: pd.DataFrame
+    table: pd.DataFrame
+    curves: dict[tuple[str, str], Any]
+    references: dict[str, dict[str, Any]]
+    experiment_references: dict[str, Any]
+
+
 def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir: Path,
         reports_dir: Path, partial: bool = False, track: bool = False,
         paper_key: str | None = None, location: Path | None = None) -> None:
@@ -72,16 +87,53 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
     will live relative to the repository root, for its links into reference/ and docs/
     (default: `reports_dir`; one written elsewhere and moved says so)."""
     if not params.suite_cells():  # a data-only suite (e.g. `schemes`): nothing to report
-        text = f"This suite trains no cells; its partitions are under {partitions_dir}.\n"
-        with output_dir(reports_dir / "tables") as out:
-            atomic_write_text(out / "results.md", "# Results\n\n" + text)
-        for folder in ("figures", "curves"):
-            with output_dir(reports_dir / folder):
-                pass
-        atomic_write_json(reports_dir / "metrics.json", {})
-        atomic_write_text(reports_dir / "index.html",
-                          html.render(_page_title(params), [html.Section("Results", text)]))
+        _write_empty(params, partitions_dir, reports_dir)
         return
+    loaded = load(params, results_dir, partial, paper_key)
+    place = location if location is not None else reports_dir
+    committed = committed_references(list(dict.fromkeys(k for k, _, _ in loaded.cells)))
+    metrics = metrics_json(loaded.table)
+    with (output_dir(reports_dir / "tables") as tables,
+          output_dir(reports_dir / "figures") as figures,
+          output_dir(reports_dir / "curves") as curve_dir):
+        sections, page = _paper_sections(params, loaded, results_dir, partitions_dir, tables,
+                                         figures, metrics)
+        partly = (f"Partial report: {len(loaded.missing)} cells of the suite have no results "
+                  f"and are left out: {', '.join(loaded.missing)}.\n\n"
+                  if loaded.missing else "")
+        intro, results_table = _overview(params, loaded.cells, loaded.table,
+                                         loaded.experiment_references,
+                                         links_for(place, 1, committed),
+                                         ", ".join(sections) or "none", partly)
+        _write_tables(loaded, tables, figures, curve_dir, intro + results_table)
+    atomic_write_json(reports_dir / "metrics.json", metrics)
+    _write_page(params, loaded, reports_dir, page, paper_key,
+                links_for(place, 0, committed, page=True), partly)
+    write_costs(results_dir, [(e, a) for _, e, a in loaded.cells], reports_dir / "costs.md")
+    console.print(results_table)
+    console.print(f"wrote {reports_dir}/tables/results.md, {len(sections)} paper sections "
+                  f"and {reports_dir}/index.html")
+    if track:
+        _publish(params, console, reports_dir, [(e, a) for _, e, a in loaded.cells],
+                 loaded.table, loaded.experiment_references, paper_key)
+
+
+def _write_empty(params: SuiteConfig, partitions_dir: Path, reports_dir: Path) -> None:
+    """The report of a suite that trains no cells: where its partitions are."""
+    text = f"This suite trains no cells; its partitions are under {partitions_dir}.\n"
+    with output_dir(reports_dir / "tables") as out:
+        atomic_write_text(out / "results.md", "# Results\n\n" + text)
+    for folder in ("figures", "curves"):
+        with output_dir(reports_dir / folder):
+            pass
+    atomic_write_json(reports_dir / "metrics.json", {})
+    atomic_write_text(reports_dir / "index.html",
+                      html.render(_page_title(params), [html.Section("Results", text)]))
+
+
+def load(params: SuiteConfig, results_dir: Path, partial: bool, paper_key: str | None
+         ) -> Loaded:
+    """The suite's (or one paper's) cells with results, their seeds, summary and curves."""
     cells, missing = _cells_with_results(params, results_dir, partial, paper_key)
     if not cells:
         raise UserError(f"{results_dir}: no trained cells of the suite")
@@ -89,48 +141,57 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
     experiment_references = {exp: references[key].get(exp) or {} for key, exp, _ in cells}
     seeds = pd.DataFrame([row for _, exp, alg in cells
                           for row in seed_rows(results_dir, exp, alg)])
-    table = summary_table(seeds, experiment_references)
-    curves = {(exp, alg): mean_curve(results_dir, exp, alg) for _, exp, alg in cells}
-    metrics = metrics_json(table)
-    place = location if location is not None else reports_dir
-    committed = committed_references(list(dict.fromkeys(k for k, _, _ in cells)))
-    with (output_dir(reports_dir / "tables") as tables,
-          output_dir(reports_dir / "figures") as figures,
-          output_dir(reports_dir / "curves") as curve_dir):
-        sections, page = [], []
-        for key, paper in params.papers.items():
-            build = section_builder(paper)
-            mine = [(exp, alg) for k, exp, alg in cells if k == key]
-            if build is None or not mine:
-                continue
-            section = build(ReportInput(params, paper, mine, results_dir, partitions_dir,
-                                        references[key], tables, figures))
-            atomic_write_text(tables / f"{key}.md", _section(paper, section, figures))
-            merge_metrics(metrics, section.metrics)
-            if section.scores:  # the results table scores these cells as the section does
-                table = scored(table, pd.DataFrame(section.scores), section.scoring)
-            sections.append(f"[{paper.title}]({key}.md)")
-            page.append(html.Section(paper.title, section.markdown,
-                                     [f"figures/{f}" for f in html.relative(section.figures,
-                                                                            figures)]))
-        partly = (f"Partial report: {len(missing)} cells of the suite have no results and are "
-                  f"left out: {', '.join(missing)}.\n\n" if missing else "")
-        intro, results_table = _overview(params, cells, table, experiment_references,
-                                         links_for(place, 1, committed),
-                                         ", ".join(sections) or "none", partly)
-        atomic_write_text(tables / "results.md", intro + results_table)
-        atomic_write_text(tables / "results.csv", table.to_csv(index=False))
-        atomic_write_text(tables / "seeds.csv", seeds.to_csv(index=False))
-        convergence_figure(curves, figures / "convergence.png")
-        for (exp, alg), curve in curves.items():
-            atomic_write_text(curve_dir / curve.primary.name / f"{exp}__{alg}.csv",
-                              curve.frame.to_csv(index=False))
-    atomic_write_json(reports_dir / "metrics.json", metrics)
-    # on the page (a folder up from tables/), the papers' sections are anchors
+    return Loaded(cells, missing, seeds, summary_table(seeds, experiment_references),
+                  {(exp, alg): mean_curve(results_dir, exp, alg) for _, exp, alg in cells},
+                  references, experiment_references)
+
+
+def _paper_sections(params: SuiteConfig, loaded: Loaded, results_dir: Path,
+                    partitions_dir: Path, tables: Path, figures: Path,
+                    metrics: dict[str, Any]) -> tuple[list[str], list[html.Section]]:
+    """Each paper's section, built by its own `build`: written to tables/<paper>.md, its
+    metrics merged into `metrics`, its scores into `loaded.table`; (the links to the
+    sections, the page's sections)."""
+    sections: list[str] = []
+    page: list[html.Section] = []
+    for key, paper in params.papers.items():
+        build = section_builder(paper)
+        mine = [(exp, alg) for k, exp, alg in loaded.cells if k == key]
+        if build is None or not mine:
+            continue
+        section = build(ReportInput(params, paper, mine, results_dir, partitions_dir,
+                                    loaded.references[key], tables, figures))
+        atomic_write_text(tables / f"{key}.md", _section(paper, section, figures))
+        merge_metrics(metrics, section.metrics)
+        if section.scores:  # the results table scores these cells as the section does
+            loaded.table = scored(loaded.table, pd.DataFrame(section.scores), section.scoring)
+        sections.append(f"[{paper.title}]({key}.md)")
+        page.append(html.Section(paper.title, section.markdown,
+                                 [f"figures/{f}" for f in html.relative(section.figures,
+                                                                        figures)]))
+    return sections, page
+
+
+def _write_tables(loaded: Loaded, tables: Path, figures: Path, curve_dir: Path,
+                  results_md: str) -> None:
+    """results.md, results.csv, seeds.csv, the convergence figure and the mean curves."""
+    atomic_write_text(tables / "results.md", results_md)
+    atomic_write_text(tables / "results.csv", loaded.table.to_csv(index=False))
+    atomic_write_text(tables / "seeds.csv", loaded.seeds.to_csv(index=False))
+    convergence_figure(loaded.curves, figures / "convergence.png")
+    for (exp, alg), curve in loaded.curves.items():
+        atomic_write_text(curve_dir / curve.primary.name / f"{exp}__{alg}.csv",
+                          curve.frame.to_csv(index=False))
+
+
+def _write_page(params: SuiteConfig, loaded: Loaded, reports_dir: Path,
+                page: list[html.Section], paper_key: str | None, links: Links,
+                partly: str) -> None:
+    """index.html: the overview (the papers' sections as anchors on the page, a folder up
+    from tables/), each paper's section, and any figure no section names."""
     anchors = ", ".join(f"[{s.title}](#{s.anchor})" for s in page) or "none"
-    on_page = "".join(_overview(params, cells, table, experiment_references,
-                                links_for(place, 0, committed, page=True), anchors,
-                                partly))
+    on_page = "".join(_overview(params, loaded.cells, loaded.table,
+                                loaded.experiment_references, links, anchors, partly))
     results = html.Section("Results", html.strip_heading(on_page), ["figures/convergence.png"])
     shown = {f for s in [results, *page] for f in s.figures}
     others = [f"figures/{f}" for f in html.relative(sorted((reports_dir / "figures").rglob(
@@ -139,13 +200,6 @@ def run(params: SuiteConfig, console: Console, results_dir: Path, partitions_dir
         page.append(html.Section("Other figures", "", others))
     atomic_write_text(reports_dir / "index.html",
                       html.render(_page_title(params, paper_key), [results, *page]))
-    write_costs(results_dir, [(e, a) for _, e, a in cells], reports_dir / "costs.md")
-    console.print(results_table)
-    console.print(f"wrote {reports_dir}/tables/results.md, {len(sections)} paper sections "
-                  f"and {reports_dir}/index.html")
-    if track:
-        _publish(params, console, reports_dir, [(e, a) for _, e, a in cells], table,
-                 experiment_references, paper_key)
 
 
 def _overview(params: SuiteConfig, cells: list[tuple[str, str, str]], table: pd.DataFrame,
