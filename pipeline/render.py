@@ -125,11 +125,12 @@ class Code:
 
     def paths(self, names: set[str], coarse: bool = False) -> list[str]:
         """The files of modules `names`, folded into directories. `coarse`: `pipeline/`,
-        each package of the core and each paper's package stand whole where any module of
-        theirs is reached, for stages that take seconds (data, reports): there a re-run
-        costs less than a long exact list costs a reader. A paper stays its own package, so
-        that one paper's edit re-runs its own report alone; train and tune stages are exact
-        (editing one method re-runs its cells alone)."""
+        each package of the core but `algorithms/` and each paper's package stand whole
+        where any module of theirs is reached, for the data and report stages: there a
+        re-run after an edit that cannot change their outputs costs less than a long exact
+        list costs a reader. A paper stays its own package, so that one paper's edit re-runs
+        its own report alone, and `algorithms/` stays exact, so that editing one method
+        re-runs its cells alone (never a download); train and tune stages are exact."""
         files = {self.modules[n].path.resolve() for n in names}
         if coarse:
             files |= {f for package in self._packages() if package & files for f in package}
@@ -137,12 +138,13 @@ class Code:
                                                         self.root / "pipeline"], files)]
 
     def _packages(self) -> list[set[Path]]:
-        """The module files of pipeline/, of each package of the core but papers/, and of
-        each paper's package (papers/<key>/)."""
+        """The module files of pipeline/, of each package of the core but papers/ and
+        algorithms/, and of each paper's package (papers/<key>/)."""
         core, papers = self.root / "src/clusterfl", self.root / "src/clusterfl/papers"
+        exact = {papers, core / "algorithms"}
         packages = [self.root / "pipeline",
                     *(d for d in [*core.iterdir(), *papers.iterdir()]
-                      if d.is_dir() and d != papers and (d / "__init__.py").exists())]
+                      if d.is_dir() and d not in exact and (d / "__init__.py").exists())]
         return [{p.resolve() for p in d.rglob("*.py") if "__pycache__" not in p.parts}
                 for d in packages]
 
@@ -333,6 +335,10 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
         out |= _data_stages(params, root, code, layout.chain, layout.wdir)
     out |= _cell_stages(params, root, code, layout, paper_code, compact)
     out |= _report_stages(params, root, code, layout, paper_code, sorted(papers))
+    for stage in out.values():  # `wdir: .` is DVC's default: written only where it differs
+        body = stage.get("do", stage)
+        if body.get("wdir") == ".":
+            del body["wdir"]
     # top-level plots are paths from the dvc.yaml's own directory, not from its `wdir`
     reports = f"reports/{params.suite}/curves"
     plots = reports if layout.wdir == "." else f"{layout.wdir}/{reports}"
