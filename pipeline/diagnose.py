@@ -1,4 +1,4 @@
-"""`clusterfl diagnose ...`: measurements that explain a gap to a paper (issue 19).
+"""`clusterfl diagnose ...`: measurements that explain a gap to a paper.
 
 Thin: read the suite's params, call the paper's pure functions, write a CSV and a Markdown
 table (all or nothing) under results/<suite>/diagnostics/, where the suite's report reads them.

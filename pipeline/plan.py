@@ -15,17 +15,15 @@ plan in logs/<suite>/plan.json for the progress lines of the repro that follows
   with the rounds its seeds ran from its histories archive),
   else a probe of a few rounds (`pipeline.probe`; cached, and a cached one is used with
   `--no-probe` too), else unknown. Beside the rounds, each train stage costs its process's
-  start-up, loading data, MLflow logging and DVC's hashing and lock writes (measured: ~14 s
-  a stage against ~6 s of rounds for P4's cells, so a plan of rounds alone said 7 min for a
-  24-min run): the plan adds
-  the suite's measured stage overhead, the median over cells that ended one after the other
+  start-up, loading data, MLflow logging and DVC's hashing and lock writes (for short cells
+  more than their rounds, so a plan of rounds alone is far too short): the plan adds the
+  suite's measured stage overhead, the median over cells that ended one after the other
   in logs/ of the time between the two ends minus the later cell's rounds (`stage_overhead`);
   before two cells have run here it is unknown and said so. Not counted: the download,
   partition and report stages beyond that median, and the rounds a checkpoint of an
   interrupted run would save. A probe's few rounds stand for all of them, so a cell whose
-  rounds get cheaper is costed high: FedCAvg at Q-hat = 400 takes floor(400 / s) + 1 local
-  W steps in round s: 301 a round in a 2-round probe, 12.3 a round over all 200 (2,468), so
-  its probe (5.0 s a round) says 84 CPU-min a cell;
+  rounds get cheaper is costed high (FedCAvg at Q-hat = 400 takes floor(400 / s) + 1 local
+  W steps in round s, so its first rounds are the dearest);
 - wall time with `--jobs N`: `dvc repro` runs the cells one after another and each cell's
   seeds N at a time (CLUSTERFL_JOBS=N), so a cell takes the longest-processing-time (LPT)
   makespan of its seed runs over N workers (its seeds cost the same: ceil(S / N) seed runs)
@@ -240,9 +238,8 @@ def reference_rounds(suite: str, root: Path = Path("."), paper: str | None = Non
                      ) -> dict[tuple[str, str], list[int]]:
     """(experiment, algorithm) -> the rounds each seed of the committed reference ran (the
     records of its history.json in reference/<suite>/<paper>/histories/histories.tar.xz):
-    costs.md gives seconds a round, and a one-round algorithm's single round (P5's K-means++,
-    1.9 s) times the schedule's 400 rounds made the P5 plan of 2026-11-27 2.6 CPU-hours
-    too long. Only `paper`'s archive if given; an archive with a member that does not read
+    costs.md gives seconds a round, and a one-round algorithm (P5's K-means++) would be
+    costed at the schedule's rounds without them. Only `paper`'s archive if given; an archive with a member that does not read
     is skipped whole (its cells are then planned at the schedule's rounds)."""
     from pipeline.reference import ARCHIVE, REFERENCE  # its archive's name and place
 
