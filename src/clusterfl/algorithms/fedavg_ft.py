@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from clusterfl.aggregation import broadcast
-from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
+from clusterfl.algorithms.fedavg import FedAvgBase, FedAvgHyper
 from clusterfl.engine import Adam, Sgd, make_plan
 from clusterfl.options import require
 from clusterfl.types import Tensors
@@ -44,7 +44,7 @@ class FedAvgFtHyper(FedAvgHyper):
                 "must be > 0 (or null for the schedule's lr)")
 
 
-class FedAvgFt(FedAvg[FedAvgFtHyper]):
+class FedAvgFt(FedAvgBase[FedAvgFtHyper]):
     family = "personalized"
 
     def setup(self) -> None:

@@ -39,7 +39,7 @@ import torch
 
 from clusterfl.aggregation import broadcast, gather, mix
 from clusterfl.algorithms.base import upload_weights
-from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
+from clusterfl.algorithms.pfedme import PFedMeBase, PFedMeHyper
 from clusterfl.clustering import (
     KMeansResult,
     align_to,
@@ -102,7 +102,7 @@ def clustered_server_step(
     return ServerStep(mix(generalized, means, beta), means, labels, found)
 
 
-class PFedKM(PFedMe[PFedKMHyper]):
+class PFedKM(PFedMeBase[PFedKMHyper]):
     family = "clustered"
 
     def setup(self) -> None:

@@ -99,11 +99,8 @@ class NeuralMomentumHyper(Clustering):
                 "must be 'previous' or 'kmeans++'")
 
 
-class NeuralMomentum(NeuralAlgorithm):
+class NeuralMomentum(NeuralAlgorithm[NeuralMomentumHyper]):
     """Base of the neural PFL-TC / PDL-TC: personal models, momentums, the client side."""
-
-    Hyper = NeuralMomentumHyper
-    hyper: NeuralMomentumHyper
 
     @classmethod
     def make_context(cls, run: SeedInputs) -> NeuralContext:
