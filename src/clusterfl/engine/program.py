@@ -52,7 +52,7 @@ def can_capture(rule: LocalRule, kernel: Kernel) -> bool:
     """Whether a round of `rule` may be recorded as a CUDA graph: the rule says it makes no
     host synchronisation, and the kernel is the hand-written bmm one (vmap's functorch
     transforms are not checked under capture)."""
-    return bool(getattr(rule, "capturable", False)) and isinstance(kernel, BmmKernel)
+    return rule.capturable and isinstance(kernel, BmmKernel)
 
 
 def lazy_first_layer(rule: LocalRule, kernel: Kernel, prox: Prox | None, params: Tensors,

@@ -35,7 +35,7 @@ Readings (beyond those of the linear version in `momentum`, `threshold` and `rou
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -61,6 +61,7 @@ class GradientSum:
 
     lr: float
     weight_decay: float = 0.0
+    capturable: ClassVar[bool] = False
 
     def init_state(self, params: Tensors) -> Tensors:
         return {f"sum.{k}": torch.zeros_like(w) for k, w in params.items()}
