@@ -141,7 +141,8 @@ def dvc_status(root: Path, dvc_yaml: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"dvc status {target}: failed ({reason})")
-    return json.loads(proc.stdout or "{}")
+    status: dict[str, Any] = json.loads(proc.stdout or "{}")
+    return status
 
 
 def stale_cells(status: Mapping[str, Any], params: SuiteConfig) -> dict[str, str]:

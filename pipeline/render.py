@@ -376,11 +376,11 @@ def stages(params: SuiteConfig, root: Path, code: Code, compact: bool = True
                            [f"{data}/partitions"])
     if len(papers) > 1:  # one paper alone: `dvc repro <dvc.yaml>:report_<paper>`
         for key in sorted(papers):
-            mine = dict.fromkeys(params.experiment(c.experiment).partition
+            used = dict.fromkeys(params.experiment(c.experiment).partition
                                  for c in params.cells if c.paper == key)
             out[f"report_{key}"] = report(
                 [key], f"{reports}/{key}", f"clusterfl report --suite {name} --paper {key}",
-                [f"{data}/partitions/{p}" for p in mine])
+                [f"{data}/partitions/{p}" for p in used])
     # top-level plots are paths from the dvc.yaml's own directory, not from its `wdir`
     plots = f"{reports}/curves" if wdir_text == "." else f"{wdir_text}/{reports}/curves"
     return {"stages": out, "plots": [{plots: {"x": "round"}}]}
@@ -390,8 +390,8 @@ def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:
     """The text of the suite's dvc.yaml."""
     code = code or Code(root)
     shown = params.file.resolve().relative_to(root.resolve()).as_posix()
-    body = yaml.dump(stages(params, root, code), Dumper=_Dumper, sort_keys=False,
-                     width=WIDTH)
+    body: str = yaml.dump(stages(params, root, code), Dumper=_Dumper, sort_keys=False,
+                          width=WIDTH)
     return HEADER.format(suite=shown) + body
 
 

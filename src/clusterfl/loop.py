@@ -155,7 +155,8 @@ class FederatedAlgorithm(ABC, Generic[H]):
             if saved is not None:
                 evaluator.load_state_dict(saved)  # type: ignore[attr-defined]
         set_global_rng_state(state["global_rng"])
-        return state["history"]
+        history: RunHistory = state["history"]
+        return history
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, evaluators: Sequence[Evaluator] | None = None,

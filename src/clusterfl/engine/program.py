@@ -20,7 +20,7 @@ host synchronisation inside `step_`) are captured; others run the program eagerl
 
 import warnings
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import torch
@@ -209,7 +209,7 @@ class ProgramCache:
         self.size = size
         self.programs: OrderedDict[ProgramShape, StepProgram] = OrderedDict()
 
-    def get(self, shape: ProgramShape, build) -> StepProgram:
+    def get(self, shape: ProgramShape, build: Callable[[], StepProgram]) -> StepProgram:
         program = self.programs.pop(shape, None) or build()
         self.programs[shape] = program
         while len(self.programs) > self.size:

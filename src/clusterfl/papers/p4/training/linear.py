@@ -146,6 +146,8 @@ S = TypeVar("S", bound=StepHyper)
 class LinearProblem(FederatedAlgorithm[S]):
     """An algorithm over the stacked least-squares clients (`LinearContext`)."""
 
+    ctx: LinearContext
+
     @classmethod
     def make_context(cls, run: SeedInputs) -> LinearContext:
         return linear_context(run, *data_settings(run, cls.Hyper))

@@ -125,7 +125,7 @@ class NeuralMomentum(NeuralAlgorithm[NeuralMomentumHyper]):
         """g~_i of every client, flattened, [N, P] float64 (Option 1 or 2, through the engine)."""
         steps = 1 if self.hyper.option == 1 else None  # None: the schedule's local work
         plan = self.local_plan(self.all_clients, local_steps=steps)
-        rule = GradientSum(self.schedule.lr, self.schedule.weight_decay)
+        rule = GradientSum(self.lr, self.schedule.weight_decay)
         _, state = self.engine.train_with_state(self.params, self.all_clients, rule, plan)
         return flatten(GradientSum.summed(state)).double()
 
@@ -139,7 +139,7 @@ class NeuralMomentum(NeuralAlgorithm[NeuralMomentumHyper]):
     def step(self, estimates: torch.Tensor) -> None:
         """x_i <- x_i - eta v_i for estimates [N, P] (each client's cluster estimate)."""
         move = unflatten(estimates, self.params)
-        self.params = {k: w - self.schedule.lr * move[k].to(w.dtype)
+        self.params = {k: w - self.lr * move[k].to(w.dtype)
                        for k, w in self.params.items()}
         self.rounds_done += 1
 

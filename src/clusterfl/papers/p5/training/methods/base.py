@@ -118,10 +118,10 @@ class OnmfHyper:
                 "must be in [0, grow_tol]")
 
 
-O = TypeVar("O", bound=OnmfHyper)
+OH = TypeVar("OH", bound=OnmfHyper)
 
 
-class OnmfAlgorithm(P5Algorithm[O]):
+class OnmfAlgorithm(P5Algorithm[OH]):
     """An ONMF method under SNCP's schedule: subclasses `start` from the common initial
     point, `advance` one round (returning the numbers uploaded) and give their `current`
     snapshot."""
