@@ -1,7 +1,7 @@
 """The layers stay layers: no import cycle in src/ or pipeline/ (`if TYPE_CHECKING:` imports
 included), and the engine (the lowest layer but `clusterfl.types`) never pulls in the loop,
-checkpoints, history, config or evaluators. Read from the source by `pipeline.imports` (what `clusterfl render` derives code
-deps from), so imports inside functions count too."""
+checkpoints, history, config or evaluators. Read from the source by `pipeline.imports` (what
+`clusterfl render` derives code deps from), so imports inside functions count too."""
 
 from pathlib import Path
 
