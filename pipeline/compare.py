@@ -68,6 +68,7 @@ def unmatched(rows: list[dict[str, Any]], subset: bool, a: Path, b: Path
     """The histories that fail the comparison by being in one tree only, by the tree that
     holds them: any of either tree; with `subset` only those of `a` that `b` lacks (b may
     hold more, e.g. a whole suite's results against one paper's reference)."""
-    found = next((r["missing"] for r in rows if "missing" in r), {"a": [], "b": []})
+    found: dict[str, list[str]] = next((r["missing"] for r in rows if "missing" in r),
+                                       {"a": [], "b": []})
     out = {str(a): found["a"], str(b): [] if subset else found["b"]}
     return {side: names for side, names in out.items() if names}

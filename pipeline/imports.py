@@ -3,8 +3,9 @@ imports, at module level and inside functions. `clusterfl render` derives a stag
 deps from it (what the stage's process can import), and the tests use it to prove there is
 no import cycle and that training never imports report code.
 
-A module's edges are its own `import` statements (not those under `if TYPE_CHECKING:`, which
-never run): `from pkg import name` is an edge to
+A module's edges are its own `import` statements (those under `if TYPE_CHECKING:`, which
+never run, are kept apart in `typing`, for `cycles` to count on request): `from pkg import
+name` is an edge to
 `pkg.name` where that is a submodule, else to `pkg`. Importing `a.b.c` also runs
 `a/__init__` and `a/b/__init__`: `closure` adds those parents, `cycles` does not (a package
 that imports its own submodules is how a registry fills, not a cycle).
@@ -24,6 +25,7 @@ class Module:
     path: Path
     top: set[str] = field(default_factory=set)  # imported when the module is imported
     lazy: set[str] = field(default_factory=set)  # imported inside a function body
+    typing: set[str] = field(default_factory=set)  # under `if TYPE_CHECKING:` (never run)
 
 
 def _dotted(path: Path, base: Path) -> str:
@@ -51,10 +53,10 @@ def _type_checking_only(node: ast.AST) -> bool:
 def _edges(tree: ast.AST, module: Module, known: set[str]) -> None:
     is_package = module.path.name == "__init__.py"
 
-    def visit(node: ast.AST, lazy: bool) -> None:
+    def visit(node: ast.AST, lazy: bool, typing: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
-            if _type_checking_only(child):  # never runs: no edge for cycles or DVC deps
-                continue
+            # never runs: no edge for DVC deps, nor for `cycles` unless asked
+            checker = typing or _type_checking_only(child)
             inner = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef
                                        | ast.Lambda)
             names: list[str] = []
@@ -68,8 +70,8 @@ def _edges(tree: ast.AST, module: Module, known: set[str]) -> None:
                 while name and name not in known:  # `import a.b.c`: the deepest module
                     name = name.rpartition(".")[0]
                 if name and name != module.name:
-                    (module.lazy if lazy else module.top).add(name)
-            visit(child, inner)
+                    (module.typing if checker else module.lazy if lazy else module.top).add(name)
+            visit(child, inner, checker)
 
     visit(tree, False)
 
@@ -118,9 +120,10 @@ def closure(modules: dict[str, Module], starts: Iterable[str], lazy: bool = True
     return seen
 
 
-def cycles(modules: dict[str, Module]) -> list[list[str]]:
+def cycles(modules: dict[str, Module], type_checking: bool = False) -> list[list[str]]:
     """Import cycles (strongly connected components of more than one module), counting
-    module-level and function-level imports alike."""
+    module-level and function-level imports alike, and with `type_checking` those under
+    `if TYPE_CHECKING:` too."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -129,7 +132,8 @@ def cycles(modules: dict[str, Module]) -> list[list[str]]:
     def connect(name: str) -> None:  # Tarjan's algorithm
         index[name] = low[name] = len(index)
         stack.append(name)
-        for other in sorted(modules[name].top | modules[name].lazy):
+        edges = modules[name].top | modules[name].lazy
+        for other in sorted((edges | modules[name].typing) if type_checking else edges):
             if other not in index:
                 connect(other)
                 low[name] = min(low[name], low[other])

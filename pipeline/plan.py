@@ -139,7 +139,8 @@ def dvc_status(root: Path, dvc_yaml: Path) -> dict[str, Any]:
     if proc.returncode != 0:
         reason = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise UserError(f"dvc status {target}: failed ({reason})")
-    return json.loads(proc.stdout or "{}")
+    status: dict[str, Any] = json.loads(proc.stdout or "{}")
+    return status
 
 
 def stale_cells(status: Mapping[str, Any], params: SuiteConfig) -> dict[str, str]:
@@ -239,8 +240,9 @@ def reference_rounds(suite: str, root: Path = Path("."), paper: str | None = Non
     """(experiment, algorithm) -> the rounds each seed of the committed reference ran (the
     records of its history.json in reference/<suite>/<paper>/histories/histories.tar.xz):
     costs.md gives seconds a round, and a one-round algorithm (P5's K-means++) would be
-    costed at the schedule's rounds without them. Only `paper`'s archive if given; an archive with a member that does not read
-    is skipped whole (its cells are then planned at the schedule's rounds)."""
+    costed at the schedule's rounds without them. Only `paper`'s archive if given; an
+    archive with a member that does not read is skipped whole (its cells are then planned
+    at the schedule's rounds)."""
     from pipeline.reference import ARCHIVE, REFERENCE  # its archive's name and place
 
     rounds: dict[tuple[str, str], list[int]] = {}

@@ -457,8 +457,8 @@ def render(params: SuiteConfig, root: Path, code: Code | None = None) -> str:
     """The text of the suite's dvc.yaml."""
     code = code or Code(root)
     shown = params.file.resolve().relative_to(root.resolve()).as_posix()
-    body = yaml.dump(stages(params, root, code), Dumper=_Dumper, sort_keys=False,
-                     width=WIDTH)
+    body: str = yaml.dump(stages(params, root, code), Dumper=_Dumper, sort_keys=False,
+                          width=WIDTH)
     return HEADER.format(suite=shown) + body
 
 

@@ -4,6 +4,7 @@ e.g. cells trained while the store was down. A cell is never logged twice
 (`clusterfl.run.tracking.replay_cell`)."""
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def run(suite: str, console: Console, uri: str | None = None, quiet: bool = Fals
     logged = 0
     for cell in found:
         record = _read(log_dir(cell) / "tracking.json")
-        done = replay_cell(record, lambda c=cell: load_cell(c), uri=uri)
+        done = replay_cell(record, partial(load_cell, cell), uri=uri)
         logged += done
         if done:
             console.print(f"{cell}: logged")

@@ -54,7 +54,8 @@ def test_a_cell_depends_on_its_own_algorithm_file_and_the_bases_it_imports():
 def test_importing_the_registry_imports_no_algorithm():
     code = Code(ROOT)
     registry = code.modules["clusterfl.algorithms"]
-    assert registry.top == {"clusterfl.algorithms.base", "clusterfl.training.loop", "clusterfl.core.registry"}
+    assert registry.top == {"clusterfl.algorithms.base", "clusterfl.training.loop",
+                            "clusterfl.core.registry"}
     assert ALGORITHMS.module("fedrep") == "clusterfl.algorithms.fedrep"
 
 

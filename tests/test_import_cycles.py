@@ -1,7 +1,7 @@
-"""The layers stay layers: no import cycle in src/ or pipeline/, and the engine (the lowest
-layer but `clusterfl.core.types`) never pulls in the loop, checkpoints, history, config or
-evaluators. Read from the source by `pipeline.imports` (what `clusterfl render` derives code
-deps from), so imports inside functions count too."""
+"""The layers stay layers: no import cycle in src/ or pipeline/ (`if TYPE_CHECKING:` imports
+included), and the engine (the lowest layer but `clusterfl.core.types`) never pulls in the loop,
+checkpoints, history, config or evaluators. Read from the source by `pipeline.imports` (what
+`clusterfl render` derives code deps from), so imports inside functions count too."""
 
 from pathlib import Path
 
@@ -10,12 +10,14 @@ from pipeline.imports import closure, cycles, function_imports, graph
 ROOT = Path(__file__).resolve().parents[1]
 GRAPH = graph(ROOT)
 # Modules the engine must not execute: what builds on it (a package forbids its submodules).
-ABOVE_ENGINE = ("clusterfl.training.loop", "clusterfl.run.checkpoints", "clusterfl.training.history",
-                "clusterfl.run.config", "clusterfl.evaluators")
+ABOVE_ENGINE = ("clusterfl.training.loop", "clusterfl.run.checkpoints",
+                "clusterfl.training.history", "clusterfl.run.config", "clusterfl.evaluators")
 
 
 def test_no_import_cycles() -> None:
-    found = cycles(GRAPH)
+    """Imports under `if TYPE_CHECKING:` count too: the layers point one way also for what a
+    type checker reads."""
+    found = cycles(GRAPH, type_checking=True)
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
@@ -43,6 +45,19 @@ def test_graph_reads_every_kind_of_import(tmp_path: Path) -> None:
                                                  "pkg.sub.b"}
     assert closure(g, ["pkg.a"], lazy=False) == {"pkg", "pkg.a"}  # f's import never ran
     assert function_imports(g, "pkg.a", "f") == {"pkg.sub.b"}
+
+
+def test_type_checking_imports_count_for_cycles_on_request(tmp_path: Path) -> None:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+                              "    from pkg.b import B\n")
+    (pkg / "b.py").write_text("import pkg.a\n")
+    g = graph(tmp_path, ["pkg"])
+    assert (g["pkg.a"].top, g["pkg.a"].typing) == (set(), {"pkg.b"})
+    assert cycles(g) == []
+    assert cycles(g, type_checking=True) == [["pkg.a", "pkg.b"]]
 
 
 def test_engine_stays_below_the_loop() -> None:

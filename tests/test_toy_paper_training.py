@@ -48,8 +48,7 @@ class MeanContext(RunContext):
     sizes: torch.Tensor | None = None  # [N]
 
 
-class FederatedMean(FederatedAlgorithm):
-    Hyper = MeanHyper
+class FederatedMean(FederatedAlgorithm[MeanHyper]):
 
     @classmethod
     def make_context(cls, run):

@@ -1,4 +1,4 @@
-"""The benchmark's tuning protocol as pure steps (`clusterfl.training.tuning`), with exact values."""
+"""The benchmark's tuning protocol as pure steps (`clusterfl.training.tuning`), exact values."""
 
 import math
 

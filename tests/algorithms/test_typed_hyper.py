@@ -1,5 +1,6 @@
 """The generic hyperparameter type (issue 39): `class X(Base[XHyper])` types `self.hyper` for
-mypy and is where the registry finds `X.Hyper`, so the two cannot disagree."""
+mypy and is where the registry finds `X.Hyper`, so the two cannot disagree; it is the only
+way to declare it (issue 52)."""
 
 import dataclasses
 import os
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from clusterfl.algorithms import ALGORITHMS, GENERAL_METHODS, NeuralAlgorithm
-from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
+from clusterfl.algorithms.fedavg import FedAvg, FedAvgBase, FedAvgHyper
 from clusterfl.algorithms.fedavg_ft import FedAvgFtHyper
 from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
+from clusterfl.papers import load_papers
+from clusterfl.training.loop import FederatedAlgorithm
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,25 +33,33 @@ def test_the_type_argument_is_the_hyper_and_subclasses_inherit_it():
     class ToyChild(Toy):
         pass
 
-    class Tuned(FedAvg[FedAvgFtHyper]):
+    class Tuned(FedAvgBase[FedAvgFtHyper]):
         pass
 
     assert (Toy.Hyper, ToyChild.Hyper, Tuned.Hyper) == (ToyHyper, ToyHyper, FedAvgFtHyper)
-    # a base generic in a bounded variable is registered with its bound, named once
+    # a base that others extend is generic; the registered class names its own
     assert (FedAvg.Hyper, PFedMe.Hyper) == (FedAvgHyper, PFedMeHyper)
+    assert not hasattr(FedAvgBase, "Hyper")
 
 
-def test_every_general_method_is_parametrised_by_its_own_hyper():
-    for name in GENERAL_METHODS:
+def test_a_hyper_attribute_is_refused():
+    with pytest.raises(TypeError, match=r"class Toy\(Base\[Hyper\]\)"):
+        class Toy(FederatedAlgorithm):  # type: ignore[type-arg]
+            Hyper = ToyHyper
+
+
+def test_every_algorithm_is_parametrised_by_its_own_hyper():
+    """Every registered algorithm, the papers' included: the first type argument up its MRO
+    that is a class (not a type variable) is the Hyper it registers."""
+    load_papers()
+    names = ALGORITHMS.names()
+    assert set(GENERAL_METHODS) < set(names) and {"mmfl", "pfl_tc", "p5_fedcgds"} < set(names)
+    for name in names:
         cls = ALGORITHMS.get(name)
         assert dataclasses.is_dataclass(cls.Hyper), name
-        declared = [typing.get_args(b) for c in cls.__mro__
-                    for b in c.__dict__.get("__orig_bases__", ()) if typing.get_args(b)]
-        first = declared[0][0]
-        # either the class names its Hyper as the type argument, or the argument is a
-        # type variable bounded by the Hyper it registers (FedAvg, pFedMe)
-        bound = getattr(first, "__bound__", None)
-        assert first is cls.Hyper or bound is cls.Hyper, (name, first, cls.Hyper)
+        declared = [a for c in cls.__mro__ for b in c.__dict__.get("__orig_bases__", ())
+                    for a in typing.get_args(b)[:1] if isinstance(a, type)]
+        assert declared and declared[0] is cls.Hyper, (name, declared, cls.Hyper)
 
 
 @pytest.mark.slow

@@ -12,6 +12,8 @@ from clusterfl.engine.rules import descend_unfused_, shrink_and_pull_
 
 
 class Quadratic:
+    same_step = False  # a GradOracle's flag: nothing vouched, Adam checks its step counts
+
     def __init__(self, a: torch.Tensor) -> None:
         self.a = a
         self.calls = 0

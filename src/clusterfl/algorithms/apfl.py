@@ -39,7 +39,7 @@ Readings:
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -78,6 +78,7 @@ class ApflStep:
     lr: float
     names: tuple[str, ...]  # the model's parameter names
     adaptive: bool = True
+    capturable: ClassVar[bool] = False
 
     def init_state(self, params: Tensors) -> Tensors:
         return {}

@@ -118,7 +118,7 @@ def should_split(mean_norm: float, max_norm: float, eps1: float, eps2: float) ->
 
 def separable(alpha_cross: float, gamma_max: float) -> bool:
     """The paper's last check: gamma_max < sqrt((1 - alpha_cross_max) / 2)."""
-    return gamma_max < np.sqrt(max(1.0 - alpha_cross, 0.0) / 2)
+    return gamma_max < float(np.sqrt(max(1.0 - alpha_cross, 0.0) / 2))
 
 
 class Cfl(OneModelPerCluster[CflHyper]):

@@ -52,6 +52,7 @@ Readings (from the official code where the paper is silent):
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -90,6 +91,7 @@ class LearnAggregationWeights:
 
     eta: float
     learned: tuple[str, ...]
+    capturable: ClassVar[bool] = False
 
     def init_state(self, params: Tensors) -> Tensors:
         return {}

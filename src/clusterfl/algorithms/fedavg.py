@@ -46,10 +46,14 @@ class GlobalModel(NeuralAlgorithm[H]):
 A = TypeVar("A", bound=FedAvgHyper)
 
 
-class FedAvg(GlobalModel[A]):
-    Hyper: ClassVar[type] = FedAvgHyper
+class FedAvgBase(GlobalModel[A]):
+    """FedAvg's rounds, generic in its hyperparameters: FedAvg and FedAvg + FT name theirs."""
 
     def round(self, round_: int, clients: torch.Tensor) -> None:
         local = self.train_clients(broadcast(self.global_model, len(clients)), clients)
         average = weighted_average(local, self.train_sizes[clients])
         self.global_model = mix(self.global_model, average, self.hyper.server_lr)
+
+
+class FedAvg(FedAvgBase[FedAvgHyper]):
+    """FedAvg (the module's docstring)."""

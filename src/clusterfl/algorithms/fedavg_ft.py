@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from clusterfl.algorithms.fedavg import FedAvg, FedAvgHyper
+from clusterfl.algorithms.fedavg import FedAvgBase, FedAvgHyper
 from clusterfl.core.options import require
 from clusterfl.core.types import Tensors
 from clusterfl.engine import Adam, Sgd, make_plan
@@ -44,7 +44,7 @@ class FedAvgFtHyper(FedAvgHyper):
                 "must be > 0 (or null for the schedule's lr)")
 
 
-class FedAvgFt(FedAvg[FedAvgFtHyper]):
+class FedAvgFt(FedAvgBase[FedAvgFtHyper]):
     family = "personalized"
 
     def setup(self) -> None:

@@ -90,7 +90,7 @@ def most_similar_group(updates: torch.Tensor, group_updates: torch.Tensor) -> to
     0); ties go to the lowest g."""
     u, g = updates.double(), group_updates.double()
     un, gn = u.norm(dim=1, keepdim=True), g.norm(dim=1, keepdim=True)
-    cos = (u / un.where(un > 0, 1.0)) @ (g / gn.where(gn > 0, 1.0)).T
+    cos: torch.Tensor = (u / un.where(un > 0, 1.0)) @ (g / gn.where(gn > 0, 1.0)).T
     return cos.argmax(1)
 
 

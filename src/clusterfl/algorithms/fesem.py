@@ -76,7 +76,8 @@ def kmeans_plusplus_rows(points: np.ndarray, k: int, seed: int) -> np.ndarray:
     distinct = np.sort(first)
     k = min(k, len(distinct))
     _, chosen = kmeans_plusplus(points[distinct], n_clusters=k, random_state=seed)
-    return distinct[chosen]
+    rows: np.ndarray = distinct[chosen]
+    return rows
 
 
 class FeSem(OneModelPerCluster[FeSemHyper]):

@@ -46,7 +46,7 @@ Readings:
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import torch
@@ -87,6 +87,7 @@ class PerFedAvgStep:
     alpha: float
     hessian_free: bool = False
     delta: float = 0.001
+    capturable: ClassVar[bool] = False
 
     @property
     def batches(self) -> int:

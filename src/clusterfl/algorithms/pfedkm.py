@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from clusterfl.algorithms.base import upload_weights
-from clusterfl.algorithms.pfedme import PFedMe, PFedMeHyper
+from clusterfl.algorithms.pfedme import PFedMeBase, PFedMeHyper
 from clusterfl.core.errors import UserError
 from clusterfl.core.options import require
 from clusterfl.core.types import Tensors
@@ -102,7 +102,7 @@ def clustered_server_step(
     return ServerStep(mix(generalized, means, beta), means, labels, found)
 
 
-class PFedKM(PFedMe[PFedKMHyper]):
+class PFedKM(PFedMeBase[PFedKMHyper]):
     family = "clustered"
 
     def setup(self) -> None:

@@ -77,9 +77,10 @@ class PFedMeHyper:
 P = TypeVar("P", bound=PFedMeHyper)
 
 
-class PFedMe(NeuralAlgorithm[P]):
+class PFedMeBase(NeuralAlgorithm[P]):
+    """pFedMe's rounds, generic in its hyperparameters: pFedMe and pFedKM name theirs."""
+
     family: ClassVar[Family] = "personalized"  # pFedKM overrides it
-    Hyper = PFedMeHyper
 
     def setup(self) -> None:
         self.global_model = self.initial_model()
@@ -130,3 +131,7 @@ class PFedMe(NeuralAlgorithm[P]):
 
     def default_evaluators(self) -> list[str]:
         return [*super().default_evaluators(), "model_views"]
+
+
+class PFedMe(PFedMeBase[PFedMeHyper]):
+    """pFedMe (the module's docstring)."""

@@ -17,6 +17,7 @@ numbers agree with the fused step up to float rounding.
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import ClassVar
 
 from clusterfl.core.types import Tensors
 from clusterfl.engine.base import Prox
@@ -26,6 +27,8 @@ from clusterfl.engine.rules import Adam, Coef, GradOracle, Sgd, descend_unfused_
 class GradientsOnce:
     """A `GradOracle` over a subset of the parameters that returns precomputed gradients,
     once: they hold only at the parameters they were computed at, before the step."""
+
+    same_step = False  # Adam checks its step counts itself
 
     def __init__(self, gradients: Tensors) -> None:
         self.gradients = gradients
@@ -55,6 +58,7 @@ class TrainOnly:
 
     rule: Sgd | Adam
     trainable: frozenset[str]
+    capturable: ClassVar[bool] = False
 
     def init_state(self, params: Tensors) -> Tensors:
         return self.rule.init_state(_subset(params, self.trainable))

@@ -37,6 +37,7 @@ from clusterfl.bench.cpu import (
     training_flops_per_sample,
 )
 from clusterfl.engine import Sgd, VectorizedEngine
+from clusterfl.engine.vectorized import Precision
 
 NO_CUDA = "no CUDA device"
 P1_CELL = ("p1_fmnist_dnn_val", "pfedkm_k4")
@@ -103,12 +104,12 @@ def plain_rates(params: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Ten
     return rates
 
 
-def engine_row(clients: int, device: str, precision: str = "fp32", batch: int = 20,
+def engine_row(clients: int, device: str, precision: Precision = "fp32", batch: int = 20,
                local_steps: int = 10, hidden: int = 128, repeats: int = 5,
                with_plain: bool = True, seed: int = 0) -> dict[str, Any]:
     data, model, start, who, plan = engine_problem("dnn", clients, batch, local_steps, hidden,
                                                    seed, device)
-    engine = VectorizedEngine(model, data, precision=precision)  # type: ignore[arg-type]
+    engine = VectorizedEngine(model, data, precision=precision)
     rule = Sgd(lr=0.05)
     seconds = device_seconds(lambda: engine.train(start, who, rule, plan), repeats, device)
     rate = clients * local_steps / seconds
@@ -130,7 +131,7 @@ def engine_row(clients: int, device: str, precision: str = "fp32", batch: int = 
     return row
 
 
-def build_cell(device: str, precision: str = "fp32", rounds: int | None = None,
+def build_cell(device: str, precision: Precision = "fp32", rounds: int | None = None,
                data_root: Path = FASHION_MNIST_DIR, cell: tuple[str, str] = P1_CELL,
                suite: Path = Path("suites/paper/params.yaml"), seed: int = 0
                ) -> tuple[Any, list[Any], str]:
@@ -204,6 +205,7 @@ def precision_effect(device: str, rounds: int, data_root: Path = FASHION_MNIST_D
     """The P1 cell's seed 0 for `rounds` rounds in each precision: its primary metric at the
     last and the best round, and the largest gap to fp32 over the rounds."""
     curves: dict[str, list[float]] = {}
+    precision: Precision
     for precision in ("fp32", "tf32", "bf16"):
         instance, evaluators, source = build_cell(device, precision, rounds, data_root)
         start = time.perf_counter()
@@ -235,6 +237,7 @@ def gpu_rows(clients: list[int], cuda: bool, repeats: int = 5, cell_rounds: int 
                "name": torch.cuda.get_device_name()}
         for n in clients:
             yield engine_row(n, "cuda", repeats=repeats)
+        precision: Precision
         for precision in ("tf32", "bf16"):
             yield engine_row(400, "cuda", precision, repeats=repeats, with_plain=False)
         for algorithm in ("fedavg", "pfedme"):

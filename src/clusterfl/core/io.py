@@ -44,7 +44,7 @@ def temporary_dir(directory: Path, prefix: str) -> Path:
     raise FileExistsError(f"{directory}: no free name {prefix}*")
 
 
-def _atomic(path: Path, write: Callable[[Path], None]) -> None:
+def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temporary_file(path.parent, f".{path.name}.", ".tmp")
     try:
@@ -88,7 +88,9 @@ def atomic_write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
 
     def write(tmp: Path) -> None:
         with tmp.open("wb") as f:
-            np.savez_compressed(f, **arrays, **{NPZ_CHECKSUM: checksum})
+            # numpy's stub reads `**arrays` as possibly its `allow_pickle: bool` keyword
+            entries: dict[str, Any] = {**arrays, NPZ_CHECKSUM: checksum}
+            np.savez_compressed(f, **entries)
 
     _atomic(path, write)
 

@@ -91,6 +91,7 @@ def count(key: str, value: int | None, env: str | None = None) -> int | None:
             value = int(text)
         except ValueError:
             raise UserError(f"{env}: expected an integer >= 1, got {text!r}") from None
+        assert env is not None  # text came from it
         key = env
     if value < 1:
         raise UserError(f"{key}: must be an integer >= 1, got {value}")

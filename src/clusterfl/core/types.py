@@ -152,6 +152,9 @@ class ExperimentSpec(Protocol):
     @property
     def schedule(self) -> ScheduleSpec: ...
 
+    @property
+    def algorithm_options(self) -> Mapping[str, object]: ...  # hyperparameters it sets
+
 
 @dataclass(frozen=True)
 class SeedInputs:
@@ -205,7 +208,10 @@ class View:
 class Evaluator(Protocol):
     """Measures a `View` every round (registered in `clusterfl.evaluators`)."""
 
-    primary: str | None  # the metric this evaluator's task is summarised by, if any
+    @property
+    def primary(self) -> str | None:
+        """The metric this evaluator's task is summarised by, if any."""
+        ...
 
     def evaluate(self, view: View) -> dict[str, float]: ...
 

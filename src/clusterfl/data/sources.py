@@ -18,7 +18,7 @@ class DataSource:
     otherwise (shown by `clusterfl list datasets`)."""
 
     description: str
-    options: type
+    options: type[Any]
     load: Callable[[Any, np.random.Generator], Dataset]
     offline: bool
     needs: str = ""

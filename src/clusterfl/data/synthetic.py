@@ -143,7 +143,8 @@ def _features(opts: ClusteredSyntheticOptions, v: np.ndarray, size: int,
 
 
 def _labels(x: np.ndarray, noise: tuple[np.ndarray, np.ndarray], u: float) -> np.ndarray:
-    return np.argmax(x @ (noise[0] + u) + (noise[1] + u), axis=1)  # argmax softmax = of logits
+    labels: np.ndarray = np.argmax(x @ (noise[0] + u) + (noise[1] + u), axis=1)
+    return labels  # argmax softmax = of logits
 
 
 def _draw_capped(opts: ClusteredSyntheticOptions, clusters: np.ndarray,
@@ -163,7 +164,10 @@ def _draw_capped(opts: ClusteredSyntheticOptions, clusters: np.ndarray,
         v = rng.normal(b_k, opts.input_spread, opts.dimension)
         x = _features(opts, v, sizes[k], rng)
         ys.append(_labels(x, noise, u_k))
-        us.append(u_k), bs.append(b_k), vs.append(v), xs.append(x)
+        us.append(u_k)
+        bs.append(b_k)
+        vs.append(v)
+        xs.append(x)
     return sizes, np.array(us), np.array(bs), np.stack(vs), xs, ys
 
 

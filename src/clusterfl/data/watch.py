@@ -78,7 +78,8 @@ def _checked(data: bytes, where: str) -> dict[str, Any]:
     digest = hashlib.sha256(data).hexdigest()
     if digest != WATCH_SHA256:
         raise UserError(f"{where}: SHA-256 {digest} is not watch_dataset.npy's {WATCH_SHA256}")
-    return np.load(io.BytesIO(data), allow_pickle=True).item()
+    raw: dict[str, Any] = np.load(io.BytesIO(data), allow_pickle=True).item()
+    return raw
 
 
 def _read(path: Path) -> dict[str, Any]:
@@ -156,8 +157,8 @@ def split_windows(raw: dict[str, Any], subjects: np.ndarray, opts: WatchOptions
         for i, r in enumerate(recordings):
             end = round((1 - opts.test_fraction) * len(r))
             if opts.validation_fraction > 0:  # the test tail is never read
-                end, cut = round((1 - opts.test_fraction - opts.validation_fraction) * len(r)), end
-                parts += [(r[:end], i, False), (r[end:cut], i, True)]
+                start = round((1 - opts.test_fraction - opts.validation_fraction) * len(r))
+                parts += [(r[:start], i, False), (r[start:end], i, True)]
             else:
                 parts += [(r[:end], i, False), (r[end:], i, True)]
     cut = [windows(r, opts.window, opts.step) for r, _, _ in parts]

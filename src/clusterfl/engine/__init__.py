@@ -7,6 +7,8 @@ Linear-ReLU stacks, `torch.func.vmap` otherwise); `ReferenceEngine` is the plain
 loop kept as the oracle the tests compare the fast path against. See docs/engine.md.
 """
 
+from collections.abc import Callable
+
 from clusterfl.engine.base import ClientData, LocalEngine, Prox
 from clusterfl.engine.kernels import BmmKernel, VmapKernel, make_kernel
 from clusterfl.engine.plan import BatchPlan, make_plan
@@ -15,7 +17,8 @@ from clusterfl.engine.rules import Adam, GradOracle, LocalRule, MoreauEnvelope, 
 from clusterfl.engine.threads import configure_threads, split_threads
 from clusterfl.engine.vectorized import VectorizedEngine
 
-ENGINES = {"vectorized": VectorizedEngine, "reference": ReferenceEngine}
+ENGINES: dict[str, Callable[..., LocalEngine]] = {"vectorized": VectorizedEngine,
+                                                  "reference": ReferenceEngine}
 
 __all__ = [
     "ENGINES",

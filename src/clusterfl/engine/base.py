@@ -1,31 +1,17 @@
-"""What the engines share: client data laid out for batching, proximal terms, the protocol."""
+"""What the engines share: client data laid out for batching and the protocol (the proximal
+terms and the rules it takes are `rules.py`'s, which imports nothing of the engine)."""
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import torch
 
 from clusterfl.core.types import Tensors
-
-if TYPE_CHECKING:  # rules.py and plan.py import this module
-    from clusterfl.engine.plan import BatchPlan
-    from clusterfl.engine.rules import LocalRule
+from clusterfl.engine.plan import BatchPlan
+from clusterfl.engine.rules import LocalRule, Prox  # Prox: the engines import it from here too
 
 Split = Literal["train", "test"]
-
-
-@dataclass(frozen=True)
-class Prox:
-    """A proximal term mu/2 * weight_c * ||w - center_c||^2 per client c.
-
-    FedProx: weight 1, center = the global model. FedSoft: weight = sum_s u_cs and center =
-    sum_s u_cs c_s / weight, which has the same gradient as lambda/2 sum_s u_cs ||w - c_s||^2.
-    """
-
-    mu: float
-    center: Tensors  # stacked [C, ...]
-    weight: torch.Tensor  # [C]
 
 
 @dataclass(frozen=True)
@@ -99,14 +85,14 @@ class LocalEngine(Protocol):
     loss: str | None  # `losses.sample_loss`'s: None picks it from the labels' dtype
 
     def train(
-        self, params: Tensors, clients: torch.Tensor, rule: "LocalRule", plan: "BatchPlan",
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
     ) -> Tensors:
         """Run `plan` with `rule` from `params[i]` for each client in `clients`; new params."""
         ...
 
     def train_with_state(
-        self, params: Tensors, clients: torch.Tensor, rule: "LocalRule", plan: "BatchPlan",
+        self, params: Tensors, clients: torch.Tensor, rule: LocalRule, plan: BatchPlan,
         prox: Prox | None = None,
     ) -> tuple[Tensors, Tensors]:
         """As `train`, plus the rule's final per-client state (e.g. pFedMe's theta)."""

@@ -16,7 +16,7 @@ kernel built with `loss` (one of `losses.LOSSES`) uses that loss on class labels
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 import torch
 from torch import nn
@@ -81,10 +81,10 @@ class VmapKernel:
         self._logits = vmap(lambda p, x: functional_call(model, p, (x,)))
 
     def logits(self, params: Tensors, x: torch.Tensor) -> torch.Tensor:
-        return self._logits(params, x)
+        return cast(torch.Tensor, self._logits(params, x))  # vmap's result is untyped
 
     def grads(self, params: Tensors, batch: Batch) -> Tensors:
-        return self._grads(params, batch.x, batch.y, batch.weight)
+        return cast(Tensors, self._grads(params, batch.x, batch.y, batch.weight))
 
     def descend_(
         self, params: Tensors, batch: Batch, lr: float, decay: Coef, anchor: Tensors | None,

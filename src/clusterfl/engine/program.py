@@ -20,7 +20,7 @@ host synchronisation inside `step_`) are captured; others run the program eagerl
 
 import warnings
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import torch
@@ -52,7 +52,7 @@ def can_capture(rule: LocalRule, kernel: Kernel) -> bool:
     """Whether a round of `rule` may be recorded as a CUDA graph: the rule says it makes no
     host synchronisation, and the kernel is the hand-written bmm one (vmap's functorch
     transforms are not checked under capture)."""
-    return bool(getattr(rule, "capturable", False)) and isinstance(kernel, BmmKernel)
+    return rule.capturable and isinstance(kernel, BmmKernel)
 
 
 def lazy_first_layer(rule: LocalRule, kernel: Kernel, prox: Prox | None, params: Tensors,
@@ -209,7 +209,7 @@ class ProgramCache:
         self.size = size
         self.programs: OrderedDict[ProgramShape, StepProgram] = OrderedDict()
 
-    def get(self, shape: ProgramShape, build) -> StepProgram:
+    def get(self, shape: ProgramShape, build: Callable[[], StepProgram]) -> StepProgram:
         program = self.programs.pop(shape, None) or build()
         self.programs[shape] = program
         while len(self.programs) > self.size:

@@ -20,6 +20,8 @@ class AutogradOracle:
     """Gradient of one client's mean loss on (x, y) by `torch.autograd` (weighted mean
     sum_i w_i loss_i / len(y) when per-sample weights `w` are given)."""
 
+    same_step = False  # one client: Adam checks its step count itself
+
     def __init__(
         self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, w: torch.Tensor | None = None,
         loss: str | None = None,

@@ -16,9 +16,22 @@ from typing import ClassVar, Protocol
 import torch
 
 from clusterfl.core.types import Tensors
-from clusterfl.engine.base import Prox
 
 Coef = float | torch.Tensor  # a scalar, or one value per client `[C]`
+
+
+@dataclass(frozen=True)
+class Prox:
+    """A proximal term mu/2 * weight_c * ||w - center_c||^2 per client c.
+
+    FedProx: weight 1, center = the global model. FedSoft: weight = sum_s u_cs and center =
+    sum_s u_cs c_s / weight, which has the same gradient as lambda/2 sum_s u_cs ||w - c_s||^2.
+    """
+
+    mu: float
+    center: Tensors  # stacked [C, ...]
+    weight: torch.Tensor  # [C]
+
 
 
 def bcast(per_client: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -41,7 +54,12 @@ def shrink_and_pull_(w: torch.Tensor, keep: Coef, anchor: torch.Tensor | None, p
 
 
 class GradOracle(Protocol):
-    """Gradients of each client's mean loss on the current step's batch."""
+    """Gradients of each client's mean loss on the current step's batch. `same_step`: the
+    oracle vouches that every row has taken the same number of steps (the vectorized
+    engine's `BoundOracle`), which spares Adam's GPU path a host synchronisation."""
+
+    @property
+    def same_step(self) -> bool: ...
 
     def grads(self, params: Tensors) -> Tensors:
         """d/dw of each client's mean batch loss at `params` (new tensors)."""
@@ -93,9 +111,11 @@ def add_penalty_grads_(
 
 
 class LocalRule(Protocol):
-    """A rule may set `capturable = True` when its `step_` never waits on the device (no
-    `.item()`, `bool(tensor)`, host copies): the GPU path then records its rounds as a CUDA
-    graph (`engine.program`). Others run the same program eagerly."""
+    """`capturable`: the rule's `step_` never waits on the device (no `.item()`,
+    `bool(tensor)`, host copies), so the GPU path records its rounds as a CUDA graph
+    (`engine.program`); a rule that says False runs the same program eagerly."""
+
+    capturable: ClassVar[bool]
 
     def init_state(self, params: Tensors) -> Tensors: ...
 
@@ -143,7 +163,7 @@ class Adam:
         t = state["t"].add_(1)
         # The engines' oracles vouch that every row has taken the same steps (`same_step`),
         # which spares the GPU path a host synchronisation; others are checked.
-        if getattr(oracle, "same_step", False) or (len(t) and bool((t == t[0]).all())):
+        if oracle.same_step or (len(t) and bool((t == t[0]).all())):
             self._fused_step_(params, state, g, t[0])
         else:
             self._formula_step_(params, state, g, t)

@@ -85,7 +85,7 @@ def holdout_metrics(matrix: np.ndarray, name: str) -> tuple[dict[str, float], np
 
 def mixture_mae(true_mixture: np.ndarray, importance: np.ndarray) -> float:
     """Mean absolute error of importance weights vs true mixtures, best center permutation."""
-    columns = max(true_mixture.shape[1], importance.shape[1])
+    columns: int = max(true_mixture.shape[1], importance.shape[1])
     return mixture_error(true_mixture, importance) / columns
 
 
@@ -104,6 +104,7 @@ class HoldoutProtocol:
         self._match: np.ndarray | None = None
 
     def evaluate(self, view: View) -> dict[str, float]:
+        assert view.client_models is not None  # every algorithm with this evaluator has them
         out = local_metrics(self.engine, view.client_models)
         self._matrix = self._match = None
         if self.holdout is not None and view.centers is not None:

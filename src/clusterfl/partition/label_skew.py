@@ -35,8 +35,8 @@ def _check_common(key: str, num_clients: int, test_fraction: float) -> None:
 
 def largest_remainder(total: int, weights: np.ndarray) -> np.ndarray:
     """Integers proportional to `weights` that add up to `total` exactly."""
-    raw = total * np.asarray(weights, dtype=np.float64) / np.sum(weights)
-    out = np.floor(raw).astype(np.int64)
+    raw: np.ndarray = total * np.asarray(weights, dtype=np.float64) / np.sum(weights)
+    out: np.ndarray = np.floor(raw).astype(np.int64)
     order = np.argsort(-(raw - out), kind="stable")
     out[order[: total - int(out.sum())]] += 1
     return out

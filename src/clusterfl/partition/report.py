@@ -66,7 +66,7 @@ def plot_partition(partition: Partition, dataset: Dataset, path: Path) -> None:
     if partition.cluster is not None:
         ax.set_title("label distribution per client; true cluster above each bar", fontsize=9)
         for k in clients:
-            ax.text(k, bottom[k], str(int(partition.cluster[k])), ha="center", va="bottom",
+            ax.text(float(k), bottom[k], str(int(partition.cluster[k])), ha="center", va="bottom",
                     fontsize=6)
     if len(names) <= 12:
         ax.legend(fontsize=7, ncol=2)

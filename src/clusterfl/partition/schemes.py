@@ -132,7 +132,7 @@ def iid(
 @dataclass(frozen=True)
 class PartitionScheme:
     description: str
-    options: type
+    options: type[Any]
     apply: Callable[..., Partition]
 
 
@@ -150,7 +150,7 @@ SCHEMES.add("pathological")(
 SCHEMES.add("iid")(
     PartitionScheme("uniform random split, equal sizes (FedC syn_unf)", IidOptions, iid)
 )
-for _name, _entry in {
+_MORE: dict[str, tuple[str, type[Any], Callable[..., Partition]]] = {
     "dirichlet": ("Dirichlet(alpha) label skew (NIID-Bench)", label_skew.DirichletOptions,
                   label_skew.dirichlet),
     "label_quantity": ("#C classes per client, split evenly (NIID-Bench)",
@@ -171,7 +171,8 @@ for _name, _entry in {
                    clustered.similarity),
     "feature_noise": ("NIID-Bench feature noise, std growing with client index",
                       clustered.FeatureNoiseOptions, clustered.feature_noise),
-}.items():
+}
+for _name, _entry in _MORE.items():
     SCHEMES.add(_name)(PartitionScheme(*_entry))
 
 

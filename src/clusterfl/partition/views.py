@@ -34,7 +34,7 @@ def decode(indices: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def apply_view(dataset: Dataset, view: str, samples: np.ndarray) -> np.ndarray:
     """The features of `samples` seen through `view` (a new array; the dataset is untouched)."""
-    x = dataset.x[samples]
+    x: np.ndarray = dataset.x[samples]
     if view == "identity":
         return x.copy()
     if view.startswith("rot"):
@@ -45,7 +45,8 @@ def apply_view(dataset: Dataset, view: str, samples: np.ndarray) -> np.ndarray:
             return np.ascontiguousarray(np.rot90(x, int(degrees // 90) % 4, axes=(2, 3)))
         from scipy.ndimage import rotate
 
-        return rotate(x, degrees, axes=(3, 2), reshape=False, order=1).astype(x.dtype)
+        rotated: np.ndarray = rotate(x, degrees, axes=(3, 2), reshape=False, order=1)
+        return rotated.astype(x.dtype)
     if view.startswith("noise"):
         std = float(view[5:])
         tag = zlib.crc32(view.encode())
@@ -73,9 +74,10 @@ def view_labels(
     """The labels of `indices` as their views show them (only `labels:` views change them)."""
     indices = np.asarray(indices, dtype=np.int64)
     if not views:
-        return dataset.y[indices]
+        labels: np.ndarray = dataset.y[indices]
+        return labels
     view_of, sample = decode(indices, len(dataset.y))
-    y = dataset.y[sample].copy()
+    y: np.ndarray = dataset.y[sample].copy()
     for v in np.unique(view_of):
         perm = label_map(views[int(v)])
         if perm is not None:

@@ -14,6 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,13 +33,16 @@ from clusterfl.steps.metrics import (
     Metric,
 )
 
+if TYPE_CHECKING:  # matplotlib is imported late (`pyplot`)
+    from matplotlib.figure import Figure
+
 CLUSTERING = (ARI, CENTER_DISTANCE, LOCAL_DISTANCE, KMEANS_SECONDS, KMEANS_ITERATIONS)
 # What `curves_figure` draws beside a primary metric: how the training went (the papers plot
 # classification runs' training loss, regression runs' training MSE). Other primaries: alone.
 TRAINING = {TEST_ACC: TRAIN_LOSS, TEST_MSE: TRAIN_MSE}
 
 
-def pyplot():
+def pyplot() -> ModuleType:
     """matplotlib's pyplot on the file-only backend (imported late: training never needs it)."""
     import matplotlib
 
@@ -64,7 +69,7 @@ def placeholder_figures() -> Iterator[None]:
         _RASTERIZE.reset(token)
 
 
-def save_figure(fig, path: Path, title: str | None = None, dpi: int = 110) -> None:
+def save_figure(fig: "Figure", path: Path, title: str | None = None, dpi: int = 110) -> None:
     """Title (if any, wrapped to the figure's width), lay out, write `path`, release."""
     if title is not None:  # ~9 characters per inch at the default 12 pt title
         fig.suptitle(textwrap.fill(title, max(20, int(fig.get_figwidth() * 9)),

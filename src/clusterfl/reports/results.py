@@ -23,7 +23,8 @@ LAST_ROUND = "last round"  # how a cell is scored unless its paper's section say
 
 
 def paper_value(references: References, experiment: str, algorithm: str) -> float | None:
-    return (references.get(experiment) or {}).get("values", {}).get(algorithm)
+    value: float | None = (references.get(experiment) or {}).get("values", {}).get(algorithm)
+    return value
 
 
 def summary_table(seeds: pd.DataFrame, references: References) -> pd.DataFrame:
@@ -129,7 +130,8 @@ def metrics_json(table: pd.DataFrame) -> dict[str, Any]:
             f"last_{unit}": round(float(r.last_mean), 4),
             f"best_{unit}": round(float(r.best_mean), 4),
         }
-    return json.loads(json.dumps(out))
+    plain: dict[str, Any] = json.loads(json.dumps(out))
+    return plain
 
 
 def merge_metrics(into: dict[str, Any], extra: Mapping[str, Any]) -> None:

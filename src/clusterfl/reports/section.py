@@ -52,4 +52,5 @@ def section_builder(paper: Paper) -> SectionBuilder | None:
     if paper.report is None:
         return None
     module, _, name = paper.report.partition(":")
-    return getattr(importlib.import_module(module), name)
+    builder: SectionBuilder = getattr(importlib.import_module(module), name)
+    return builder

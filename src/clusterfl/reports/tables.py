@@ -5,7 +5,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 
-def plus_minus(mean: float, std: float, digits: int = 2) -> str:
+def plus_minus(mean: float | np.floating, std: float | np.floating, digits: int = 2) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 HOLDS, FAILS, NOISE, NOT_RUN = "holds", "does not hold", "within noise", "not run"
+Sample = Sequence[float] | np.ndarray  # one number per seed
 VERDICTS = (HOLDS, FAILS, NOISE, NOT_RUN)
 
 
@@ -35,7 +36,7 @@ class Gap:
         return abs(self.diff) > self.spread
 
 
-def gap(claimed: Sequence[float], other: Sequence[float], lower_is_better: bool = False) -> Gap:
+def gap(claimed: Sample, other: Sample, lower_is_better: bool = False) -> Gap:
     """The comparison 'claimed beats other' of two per-seed samples."""
     sign = -1.0 if lower_is_better else 1.0
     diff = sign * (float(np.mean(claimed)) - float(np.mean(other)))

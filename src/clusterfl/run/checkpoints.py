@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -141,14 +142,14 @@ class SeedCheckpoint:
 
     def finished(self) -> RunHistory | None:
         """The seed's history if it already finished under this key."""
-        history = self._read(FINISHED)
+        history: RunHistory | None = self._read(FINISHED)
         if history is not None:
             self.log(f"{self.name}: finished before; its history is reused, not retrained")
         return history
 
     def load(self) -> dict[str, Any] | None:
         """The last checkpointed state, if any (`FederatedAlgorithm.checkpoint_state`)."""
-        state = self._read(STATE)
+        state: dict[str, Any] | None = self._read(STATE)
         if state is not None:
             self.log(f"{self.name}: resumed at round {state['round']} from "
                      f"{self.directory / STATE}")
@@ -199,6 +200,10 @@ class StopRequest:
         return signal.Signals(self.signum).name if self.signum is not None else ""
 
 
+# what `signal.getsignal` returns and `signal.signal` takes back
+Handler = Callable[[int, FrameType | None], Any] | int | None
+
+
 @contextmanager
 def stop_on_signals(name: str, log: Callable[[str], None] = _log) -> Iterator[StopRequest]:
     """While inside, the first SIGTERM or SIGINT only sets the request (the loop finishes the
@@ -209,7 +214,7 @@ def stop_on_signals(name: str, log: Callable[[str], None] = _log) -> Iterator[St
         yield request
         return
     signals = (signal.SIGTERM, signal.SIGINT)
-    previous = {s: signal.getsignal(s) for s in signals}
+    previous: dict[int, Handler] = {s: signal.getsignal(s) for s in signals}
 
     def handler(signum: int, frame: Any) -> None:
         if request.signum is not None:

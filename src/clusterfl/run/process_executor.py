@@ -79,7 +79,8 @@ class _Worker:
         """(True, history, "") or (False, the error, the worker's traceback)."""
         try:
             self.conn.send(job)
-            return self.conn.recv()
+            reply: tuple[bool, Any, str] = self.conn.recv()
+            return reply
         except (EOFError, OSError):  # killed, out of memory, stopped by `cancel`
             self.process.join()
             return False, BrokenProcessPool(f"{job.name}: its worker process died (exit "

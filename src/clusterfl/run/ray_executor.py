@@ -76,7 +76,7 @@ class RayExecutor:
         self.gpus_per_task = gpus_per_task
         self.max_retries = max_retries
         self.task = task or run_task  # tests swap in a task that dies on its first attempt
-        self._refs: dict[Path, Any] = {}
+        self._refs: dict[Path, tuple[str, Any]] = {}
         self._remote: Any = None
 
     def connect(self) -> None:
@@ -101,7 +101,7 @@ class RayExecutor:
         self.connect()
         return float(ray.cluster_resources().get("GPU", 0.0))
 
-    def _file(self, path: Path) -> tuple[str, Any]:
+    def _file(self, path: Path) -> tuple[str, Any]:  # (its digest, its bytes' ObjectRef)
         import ray
 
         if path not in self._refs:
@@ -126,7 +126,8 @@ class RayExecutor:
     def result(self, handle: Any) -> RunHistory:
         import ray
 
-        return ray.get(handle)
+        history: RunHistory = ray.get(handle)
+        return history
 
     def cancel(self, handle: Any) -> None:
         """Stop a task that has not finished. A finished one is left alone: Ray 2.60 can abort

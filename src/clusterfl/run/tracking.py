@@ -21,7 +21,10 @@ import re
 import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # MLflow is imported where it is used: training may never touch it
+    from mlflow.tracking import MlflowClient
 
 ATTEMPT_TAG = "clusterfl.attempt"  # one id per training of a cell, on the parent and seeds
 # MLflow's HTTP client retries for minutes by default; a run must not wait on the store.
@@ -77,7 +80,7 @@ def reason(err: BaseException) -> str:
     return found.group(0) if found else f"{type(err).__name__}: {text[:120]}"
 
 
-def _experiment_id(client: Any, name: str) -> str:
+def _experiment_id(client: "MlflowClient", name: str) -> str:
     """The id of experiment `name`, created if missing; another writer creating it at the
     same moment (several workers on one server) is not an error."""
     from mlflow.exceptions import MlflowException
@@ -88,7 +91,9 @@ def _experiment_id(client: Any, name: str) -> str:
     try:
         return client.create_experiment(name)
     except MlflowException:
-        return client.get_experiment_by_name(name).experiment_id
+        created = client.get_experiment_by_name(name)
+        assert created is not None  # by the other writer
+        return created.experiment_id
 
 
 class CellTracker:
@@ -124,11 +129,6 @@ class CellTracker:
         self._log_params(run.info.run_id)
         self.open.add(run.info.run_id)
         return SeedRunCallback(self.client, run.info.run_id, self.open.discard)
-
-    def log_artifact(self, path: Path) -> None:
-        """`log_cell_artifact` on the parent run (nothing where the store is down)."""
-        if self.tracker is not None:
-            self._call(log_cell_artifact, self.tracker, path)
 
     def finish(self, summary: dict[str, float], status: str = "FINISHED") -> None:
         from mlflow.entities import Metric

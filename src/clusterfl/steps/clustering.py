@@ -96,7 +96,8 @@ def isometric_rows(points: torch.Tensor) -> torch.Tensor:
     centered = points - points.mean(0)
     if centered.shape[1] < centered.shape[0]:
         return centered
-    return torch.linalg.qr(centered.T, mode="r").R.T
+    r: torch.Tensor = torch.linalg.qr(centered.T, mode="r").R
+    return r.T
 
 
 def kmeans_models(points: torch.Tensor, k: int, rng: np.random.Generator, n_init: int = 1

@@ -154,7 +154,7 @@ def read_timings(directory: Path) -> list[dict[str, float]]:
         return []
     try:
         data = json.loads(path.read_bytes())
-        timings = data["records"]
+        timings: list[dict[str, float]] = data["records"]
         if not all(isinstance(t, dict) and all(_is_number(v) for v in t.values())
                    for t in timings):
             raise ValueError("non-numeric timing")

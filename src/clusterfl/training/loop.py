@@ -47,8 +47,9 @@ class FederatedAlgorithm(ABC, Generic[H]):
     """Owns the round loop; subclasses fill in the hooks. `H` is the algorithm's
     hyperparameter dataclass (`Hyper`), so `self.hyper.<field>` is checked by mypy."""
 
-    # the hyperparameter dataclass params are parsed into; a subclass that names it as its
-    # type argument (`class Ifca(OneModelPerCluster[IfcaHyper])`) gets it from there
+    # the hyperparameter dataclass params are parsed into: the type argument a class names
+    # (`class Ifca(OneModelPerCluster[IfcaHyper])`), inherited by its subclasses; a base that
+    # others extend with their own stays generic (`class FedAvgBase(GlobalModel[A])`)
     Hyper: ClassVar[type]
     # every general method declares its own; a paper's own method may leave "other"
     family: ClassVar[Family] = "other"
@@ -66,8 +67,10 @@ class FederatedAlgorithm(ABC, Generic[H]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "Hyper" in cls.__dict__:
-            return
+        if "Hyper" in cls.__dict__:  # one way to declare it, the one that also types self.hyper
+            raise TypeError(f"{cls.__qualname__}: name the hyperparameter dataclass as the "
+                            f"base's type argument (class {cls.__name__}(Base[Hyper])), not "
+                            "as a `Hyper` attribute")
         for base in cls.__dict__.get("__orig_bases__", ()):
             args = get_args(base)
             if args and isinstance(args[0], type):
@@ -152,7 +155,8 @@ class FederatedAlgorithm(ABC, Generic[H]):
             if saved is not None:
                 evaluator.load_state_dict(saved)  # type: ignore[attr-defined]
         set_global_rng_state(state["global_rng"])
-        return state["history"]
+        history: RunHistory = state["history"]
+        return history
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self, evaluators: Sequence[Evaluator] | None = None,

@@ -139,8 +139,8 @@ def _cnn6(shape: tuple[int, ...], num_classes: int, opts: Cnn6Options) -> nn.Mod
 @dataclass(frozen=True)
 class ModelSpec:
     description: str
-    options: type
-    build: Callable[[int, int, Any], nn.Module]
+    options: type[Any]  # the options dataclass `build` takes
+    build: Callable[[tuple[int, ...], int, Any], nn.Module]  # (feature shape, outputs, options)
 
 
 MODELS: Registry[ModelSpec] = Registry("model")

@@ -119,7 +119,7 @@ def _picks(results: Path, experiment: str, algorithm: str) -> dict[str, Any] | N
 
 
 def _picks_table(picks: dict[tuple[str, str], dict[str, Any] | None]) -> pd.DataFrame:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for (e, a), p in picks.items():
         if p is None:
             rows.append({"scheme": e, "algorithm": a, "picked": "(no picks: params' values)"})

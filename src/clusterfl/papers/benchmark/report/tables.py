@@ -155,8 +155,9 @@ def scored_views(last: Mapping[str, Sequence[Mapping[str, float]]], views: Mappi
             continue
         scored = [v for v in recorded
                   if all(abs(r[f"{v}_{primary}"] - r[primary]) < 1e-12 for r in records)]
-        row = {"algorithm": alg,
-               "scored model": views[scored[0]] if scored else "its own (none of the views)"}
+        row: dict[str, str | float] = {
+            "algorithm": alg,
+            "scored model": views[scored[0]] if scored else "its own (none of the views)"}
         row[f"scored ({primary})"] = 100 * float(np.mean([r[primary] for r in records]))
         for v in recorded:
             row[views[v]] = 100 * float(np.mean([r[f"{v}_{primary}"] for r in records]))

@@ -73,6 +73,7 @@ def trained_models(params: SuiteConfig, experiment: str, algorithm: str, dataset
     instance = alg.cls(alg.hyper, ctx)
     instance.run(evaluators=[], callbacks=[])
     view = instance.view()
+    assert view.client_models is not None  # every method of the model-space figures has them
     return flatten(view.client_models).double().numpy(), view
 
 

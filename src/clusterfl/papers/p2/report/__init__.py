@@ -123,7 +123,8 @@ class P2Report:
             mine = paper if self._is_fedsoft(alg) else None  # the paper's are FedSoft's
             own = (mine is not None and not mine.stand_in
                    and f"holdout_{have[0].measure.suffix}" in mine.entry)
-            source = f", paper: {mine.entry['source']}" if own and "source" in mine.entry else ""
+            source = (f", paper: {mine.entry['source']}"
+                      if own and mine is not None and "source" in mine.entry else "")
             parts.append(f"### {alg}: cluster models on held-out sets{source}\n")
             parts.append(tables.cluster_markdown(names, have, mine))
             if own and mine is not None and mine.entry.get("note"):  # the gap's explanation
@@ -179,6 +180,7 @@ class P2Report:
             return False
         seed = self.cells[exp][alg][0]
         part = self._partition(exp, seed.seed)
+        assert part.mixture is not None  # FedSoft's partitions are mixtures
         return figures.evolution_figure(f"{title}, {alg}", seed, list(part.distributions),
                                         part.mixture, path)
 

@@ -76,7 +76,8 @@ def heldout_distance(x: np.ndarray, theta: np.ndarray) -> float:
 def implied_distances(matrix: np.ndarray, noise: float = 1.0) -> np.ndarray:
     """[S]: (√(MSE_0 − σ²) + √(MSE_1 − σ²))² of every center (column) of a [2, S] matrix."""
     excess = np.clip(np.asarray(matrix, dtype=float) - noise, 0.0, None)
-    return (np.sqrt(excess[0]) + np.sqrt(excess[1])) ** 2
+    distances: np.ndarray = (np.sqrt(excess[0]) + np.sqrt(excess[1])) ** 2
+    return distances
 
 
 def paper_distance(matrix: np.ndarray, noise: float = 1.0) -> float:
@@ -88,7 +89,8 @@ def excess_ratio(matrix: np.ndarray, distance: Sequence[float] | float, noise: f
                  ) -> np.ndarray:
     """(MSE − σ²)/D per cell; `distance` per row (distribution) or one for all."""
     d = np.broadcast_to(np.asarray(distance, dtype=float), (len(matrix),))
-    return (np.asarray(matrix, dtype=float) - noise) / d[:, None]
+    ratios: np.ndarray = (np.asarray(matrix, dtype=float) - noise) / d[:, None]
+    return ratios
 
 
 def sorted_row_means(matrix: np.ndarray) -> np.ndarray:
@@ -99,7 +101,8 @@ def sorted_row_means(matrix: np.ndarray) -> np.ndarray:
 def spread(theta: np.ndarray) -> np.ndarray:
     """[S]: ‖θ_s − θ̄‖², the excess MSE of distribution s on the mean parameter θ̄."""
     theta = np.asarray(theta, dtype=float)
-    return np.sum((theta - theta.mean(axis=0)) ** 2, axis=1)
+    spreads: np.ndarray = np.sum((theta - theta.mean(axis=0)) ** 2, axis=1)
+    return spreads
 
 
 def expected_spread(distributions: int, dimension: int, sigma0: float) -> float:

@@ -11,12 +11,16 @@
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from clusterfl.papers.p2.report.cells import SeedResult, aligned_importance
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.steps.metrics import MIXTURE_MAE
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def importance_figure(title: str, cells: Mapping[str, Sequence[SeedResult]],
@@ -30,6 +34,7 @@ def importance_figure(title: str, cells: Mapping[str, Sequence[SeedResult]],
     fig, axes = plt.subplots(1, len(have), figsize=(4.5 * len(have), 3.6), squeeze=False)
     clients = np.arange(len(true_mixture))
     for ax, (alg, seed) in zip(axes[0], have.items(), strict=True):
+        assert seed.importance is not None and seed.match is not None  # as `have` keeps
         estimate = aligned_importance(seed.importance, seed.match)[:, 0]
         ax.scatter(clients, estimate, s=10, label="estimated")
         ax.plot(clients, true_mixture[:, 0], color="black", lw=1, drawstyle="steps-mid",
@@ -112,7 +117,7 @@ def evolution_figure(title: str, seed: SeedResult, names: Sequence[str],
     return True
 
 
-def _center_lines(ax, rounds: np.ndarray, values: np.ndarray) -> None:
+def _center_lines(ax: "Axes", rounds: np.ndarray, values: np.ndarray) -> None:
     """One line per center (`values` [R, S]); default colours, so center s has one colour in
     every panel."""
     for s in range(values.shape[1]):

@@ -18,8 +18,8 @@ from clusterfl.reports.tables import markdown_table, mean_std
 def sweep_column(seeds: Sequence[SeedResult], distributions: int) -> list[list[float]]:
     """[D + 1][seeds]: each seed's matched center on each distribution (c̄ per
     distribution), then its w̄ (local models on their own training data)."""
-    have = [s for s in seeds if s.holdout is not None and s.match is not None]
-    rows = [[float(s.holdout[d, s.match[d]]) for s in have if s.match[d] >= 0]
+    have = [(s.holdout, s.match) for s in seeds if s.holdout is not None and s.match is not None]
+    rows = [[float(holdout[d, match[d]]) for holdout, match in have if match[d] >= 0]
             for d in range(distributions)]
     key = seeds[0].measure.local_train.name
     return [*rows, [s.last[key] for s in seeds if key in s.last]]
@@ -53,7 +53,7 @@ def sweep_markdown(variable: str, names: Sequence[str], labels: Sequence[str],
         digits = 1 if r < len(names) else measure.digits
         cells = []
         for v in range(len(labels)):
-            theirs = None if paper is None or paper[v] is None else paper[v][r]
+            theirs = None if paper is None or (column := paper[v]) is None else column[r]
             if ours is None:
                 cells.append("–" if theirs is None else f"{theirs:.{digits}f}")
                 continue

@@ -123,8 +123,12 @@ def cluster_markdown(names: Sequence[str], seeds: Sequence[SeedResult],
     apart = not (matrix is None or paper is None or paper.aligned_with(names))
     mean, std = center_table(seeds)
     text = table1_markdown(names, mean, std, None if apart else matrix, measure.lower_is_better)
-    text += "\nCenter serving each distribution (Hungarian matching): " + "; ".join(
-        f"seed {s.seed}: {matching_line(names, s.match)}" for s in seeds) + "\n"
+    matchings = []
+    for s in seeds:
+        assert s.match is not None  # the caller passes the seeds that have one
+        matchings.append(f"seed {s.seed}: {matching_line(names, s.match)}")
+    text += ("\nCenter serving each distribution (Hungarian matching): " + "; ".join(matchings)
+             + "\n")
     if apart and paper is not None and matrix is not None:
         text += "\n" + paper_matrix_markdown(paper, matrix, measure.lower_is_better)
     return text
@@ -141,10 +145,10 @@ def baseline_rows(cells: Mapping[str, Sequence[SeedResult]], names: Sequence[str
     rows = []
     for alg, seeds in cells.items():
         row = [alg]
-        have = [s for s in seeds if s.holdout is not None]
+        have = [s.holdout for s in seeds if s.holdout is not None]
         for d in range(len(names)):
-            which = [int(best_center(s.holdout[d])) for s in have]
-            best = [float(s.holdout[d, c]) for s, c in zip(have, which, strict=True)]
+            which = [int(best_center(h[d])) for h in have]
+            best = [float(h[d, c]) for h, c in zip(have, which, strict=True)]
             index = ",".join(map(str, which))
             row.append(f"{mean_std(best, measure.digits)} ({index})" if have else "–")
         for shown in (measure.local_train, measure.test, MIXTURE_MAE):
@@ -171,7 +175,7 @@ def baseline_markdown(cells: Mapping[str, Sequence[SeedResult]], names: Sequence
             + [f"w̄: local train {unit}", f"local test {unit}", "importance MAE"])
     rows = baseline_rows(cells, names)
     table2 = {} if paper is None else paper.entry.get("table2") or {}
-    if table2:
+    if paper is not None and table2:
         cols.append(paper.label)
         theirs = paper.rows(len(names))
         rows = [[*r, paper_baseline_cell(table2[r[0]], theirs) if r[0] in table2 else "–"]

@@ -51,7 +51,8 @@ class Fit:
     r2_origin: float
 
 
-def fit(d: Sequence[float], excess: Sequence[float], squared: bool = True) -> Fit:
+def fit(d: Sequence[float] | np.ndarray, excess: Sequence[float] | np.ndarray,
+        squared: bool = True) -> Fit:
     """Least squares of `excess` (MSE - 1) on D (`squared`) or on sqrt(D): with an intercept
     and through the origin; R^2 of both against the mean of `excess`."""
     x = np.asarray(d, float) if squared else np.sqrt(np.asarray(d, float))
@@ -93,7 +94,8 @@ def draw_row(params: SuiteConfig, experiment: str, algorithm: str, draw: int, se
 
 def off_diagonal(frame: pd.DataFrame) -> np.ndarray:
     """Mean off-diagonal MSE of each row (each distribution on the other's center)."""
-    return frame[["theta0_other", "theta1_other"]].to_numpy().mean(axis=1)
+    means: np.ndarray = frame[["theta0_other", "theta1_other"]].to_numpy().mean(axis=1)
+    return means
 
 
 def markdown(frame: pd.DataFrame, paper: Sequence[Sequence[float]], source: str) -> str:

@@ -29,7 +29,9 @@ def read_experiment(results: Path, exp: str, algs: list[str]) -> tuple[
         dict[str, dict[str, np.ndarray]], dict[str, np.ndarray], list[str]]:
     """(curves: alg -> metric -> [seeds, rounds], selected rates: alg -> [seeds, rounds,
     clients], modality names) of one experiment's cells."""
-    curves, selected, modalities = {}, {}, []
+    curves: dict[str, dict[str, np.ndarray]] = {}
+    selected: dict[str, np.ndarray] = {}
+    modalities: list[str] = []
     for alg in algs:
         seeds = read_cell(results, exp, alg)
         if not seeds:

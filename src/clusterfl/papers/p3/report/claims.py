@@ -24,9 +24,8 @@ Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final
 def fixed_rates(finals: Finals) -> list[str]:
     """The fixed-rate multimodal FL runs present, largest rate first (`selection.rate_of`
     parses the rate, so a name like `mmfl_lr_sweep` is not taken for one)."""
-    rated = {a: rate_of(a, "mmfl") for a in finals}
-    return sorted((a for a, r in rated.items() if r is not None),
-                  key=lambda a: rated[a], reverse=True)
+    rated = {a: r for a in finals if (r := rate_of(a, "mmfl")) is not None}
+    return sorted(rated, key=lambda a: rated[a], reverse=True)
 
 
 def rate_pairs(finals: Finals, first: str, second: str) -> list[tuple[str, str]]:

@@ -67,10 +67,9 @@ class P3Hyper:
                 "must be client or modality")
 
 
-class ModalityAlgorithm(FederatedAlgorithm):
+class ModalityAlgorithm(FederatedAlgorithm[P3Hyper]):
     """Client models `self.models[m]` ([clients of m, ...]) per modality cluster m."""
 
-    Hyper = P3Hyper
     ctx: P3Context
     pooled = False  # the centralized baseline joins each modality's clients into one
     # rebuilt from the context, not changed by the rounds: left out of checkpoints

@@ -80,8 +80,10 @@ def build_context(run: SeedInputs, pooled: bool = False) -> P3Context:
         train = [views.client_data(dataset, partition, int(k), "train") for k in ids]
         test = [views.client_data(dataset, partition, int(k), "test") for k in ids]
         if pooled:
-            train = [tuple(np.concatenate(parts) for parts in zip(*train, strict=True))]
-            test = [tuple(np.concatenate(parts) for parts in zip(*test, strict=True))]
+            xs, ys = zip(*train, strict=True)
+            train = [(np.concatenate(xs), np.concatenate(ys))]
+            xs, ys = zip(*test, strict=True)
+            test = [(np.concatenate(xs), np.concatenate(ys))]
         width = train[0][0].shape[1:]
         model = build_model(experiment.model, width, dataset.num_classes,
                             experiment.model_options, key=f"{key}.model").to(run.device)

@@ -68,7 +68,8 @@ class P3Net(nn.Module):
                 x = x.reshape(x.shape[0], self.channels, t)
             else:
                 x = x.reshape(x.shape[0], t, self.channels).transpose(1, 2)
-        return self.head(self.encoder(x))
+        logits: torch.Tensor = self.head(self.encoder(x))
+        return logits
 
 
 def _build(shape: tuple[int, ...], classes: int, opts: P3NetOptions) -> nn.Module:

@@ -185,8 +185,7 @@ def against_oracle(finals: Finals, exp: str, alg: str) -> tuple[str, str] | None
 
 def against_baselines(finals: Finals, exp: str, alg: str) -> tuple[str, str] | None:
     ours = _acc(finals, exp, alg)
-    base = {b: _acc(finals, exp, b) for b in BASELINES_NN}
-    base = {b: v for b, v in base.items() if v is not None}
+    base = {b: v for b in BASELINES_NN if (v := _acc(finals, exp, b)) is not None}
     if ours is None or not base:
         return None
     numbers = f"{alg} {ours:.2f}%; " + ", ".join(f"{b} {v:.2f}%" for b, v in base.items())

@@ -32,9 +32,7 @@ class ClusterFedAvgHyper:
     """No hyperparameters beyond the experiment's schedule (FedAvg with server_lr 1)."""
 
 
-class ClusterFedAvg(NeuralAlgorithm):
-    Hyper = ClusterFedAvgHyper
-
+class ClusterFedAvg(NeuralAlgorithm[ClusterFedAvgHyper]):
     def setup(self) -> None:
         truth = self.ctx.truth.cluster
         if truth is None:

@@ -28,8 +28,7 @@ class IfcaHyper(StepHyper):
                 "must be 'model' or 'gradient'")
 
 
-class IfcaLinear(LinearProblem):
-    Hyper = IfcaHyper
+class IfcaLinear(LinearProblem[IfcaHyper]):
     state: IfcaState
 
     def setup(self) -> None:

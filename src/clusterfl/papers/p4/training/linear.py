@@ -22,7 +22,7 @@ Readings (the numerical ones are in `momentum`, `threshold` and `rounds`):
 """
 
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 import torch
@@ -139,14 +139,20 @@ def linear_context(run: SeedInputs, draw: str = "fixed", offset: int = 0) -> Lin
                          data_draw=(draw, offset))
 
 
-class LinearProblem(FederatedAlgorithm):
+# the hyperparameters of a linear-problem algorithm extend the client side's
+S = TypeVar("S", bound=StepHyper)
+
+
+class LinearProblem(FederatedAlgorithm[S]):
     """An algorithm over the stacked least-squares clients (`LinearContext`)."""
+
+    ctx: LinearContext
 
     @classmethod
     def make_context(cls, run: SeedInputs) -> LinearContext:
         return linear_context(run, *data_settings(run, cls.Hyper))
 
-    def __init__(self, hyper: StepHyper, ctx: LinearContext) -> None:
+    def __init__(self, hyper: S, ctx: LinearContext) -> None:
         super().__init__(hyper, ctx)
         if ctx.data_draw != (hyper.data_draw, hyper.data_seed_offset):
             raise UserError(f"{type(self).__name__}: data_draw and data_seed_offset are read "
@@ -159,11 +165,10 @@ class LinearProblem(FederatedAlgorithm):
         return self.ctx.data
 
 
-class MomentumAlgorithm(LinearProblem):
+class MomentumAlgorithm(LinearProblem[S]):
     """Base of PFL-TC, PDL-TC, the oracle and Standalone: personal models x_i [N, d] and
     momentums, one `MomentumState`, stepped by a pure round function of `rounds`."""
 
-    Hyper = StepHyper
     state: MomentumState
 
     def setup(self) -> None:

@@ -123,6 +123,7 @@ def cluster_losses(data: LinearClients, models: Tensor) -> Tensor:
 
 def gradients(data: LinearClients, params: Tensor, batch: Tensor | None = None) -> Tensor:
     """grad f_i at params [N, d]: on the full local data, or on rows `batch` [N, b] of each."""
+    scale: Tensor | int
     if batch is None:
         a, y, scale = data.features, data.targets, data.counts[:, None]
     else:

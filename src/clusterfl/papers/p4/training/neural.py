@@ -35,7 +35,7 @@ Readings (beyond those of the linear version in `momentum`, `threshold` and `rou
 """
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 import torch
 
@@ -61,6 +61,7 @@ class GradientSum:
 
     lr: float
     weight_decay: float = 0.0
+    capturable: ClassVar[bool] = False
 
     def init_state(self, params: Tensors) -> Tensors:
         return {f"sum.{k}": torch.zeros_like(w) for k, w in params.items()}
@@ -99,11 +100,8 @@ class NeuralMomentumHyper(Clustering):
                 "must be 'previous' or 'kmeans++'")
 
 
-class NeuralMomentum(NeuralAlgorithm):
+class NeuralMomentum(NeuralAlgorithm[NeuralMomentumHyper]):
     """Base of the neural PFL-TC / PDL-TC: personal models, momentums, the client side."""
-
-    Hyper = NeuralMomentumHyper
-    hyper: NeuralMomentumHyper
 
     @classmethod
     def make_context(cls, run: SeedInputs) -> NeuralContext:
@@ -127,7 +125,7 @@ class NeuralMomentum(NeuralAlgorithm):
         """g~_i of every client, flattened, [N, P] float64 (Option 1 or 2, through the engine)."""
         steps = 1 if self.hyper.option == 1 else None  # None: the schedule's local work
         plan = self.local_plan(self.all_clients, local_steps=steps)
-        rule = GradientSum(self.schedule.lr, self.schedule.weight_decay)
+        rule = GradientSum(self.lr, self.schedule.weight_decay)
         _, state = self.engine.train_with_state(self.params, self.all_clients, rule, plan)
         return flatten(GradientSum.summed(state)).double()
 
@@ -141,7 +139,7 @@ class NeuralMomentum(NeuralAlgorithm):
     def step(self, estimates: torch.Tensor) -> None:
         """x_i <- x_i - eta v_i for estimates [N, P] (each client's cluster estimate)."""
         move = unflatten(estimates, self.params)
-        self.params = {k: w - self.schedule.lr * move[k].to(w.dtype)
+        self.params = {k: w - self.lr * move[k].to(w.dtype)
                        for k, w in self.params.items()}
         self.rounds_done += 1
 

@@ -6,11 +6,11 @@ and the (true) cluster per round."""
 
 import torch
 
-from clusterfl.papers.p4.training.linear import MomentumAlgorithm
+from clusterfl.papers.p4.training.linear import MomentumAlgorithm, StepHyper
 from clusterfl.papers.p4.training.rounds import oracle_round
 
 
-class Oracle(MomentumAlgorithm):
+class Oracle(MomentumAlgorithm[StepHyper]):
     def round(self, round_: int, clients: torch.Tensor) -> None:
         assert self.ctx.cluster is not None
         self.state = oracle_round(self.data, self.state, self.hyper.update, self.ctx.cluster,

@@ -9,9 +9,7 @@ from clusterfl.papers.p4.training.linear import ClusterHyper, MomentumAlgorithm
 from clusterfl.papers.p4.training.rounds import pdl_tc_round
 
 
-class PdlTc(MomentumAlgorithm):
-    Hyper = ClusterHyper
-
+class PdlTc(MomentumAlgorithm[ClusterHyper]):
     def round(self, round_: int, clients: torch.Tensor) -> None:
         self.state = pdl_tc_round(self.data, self.state, self.hyper.update,
                                   self.hyper.clustering, self.generator)

@@ -10,9 +10,7 @@ from clusterfl.papers.p4.training.linear import ClusterHyper, MomentumAlgorithm
 from clusterfl.papers.p4.training.rounds import pfl_tc_round
 
 
-class PflTc(MomentumAlgorithm):
-    Hyper = ClusterHyper
-
+class PflTc(MomentumAlgorithm[ClusterHyper]):
     def round(self, round_: int, clients: torch.Tensor) -> None:
         self.state = pfl_tc_round(self.data, self.state, self.hyper.update,
                                   self.hyper.clustering, self.generator)

@@ -4,11 +4,11 @@ error and the gradient norm (no clusters)."""
 
 import torch
 
-from clusterfl.papers.p4.training.linear import MomentumAlgorithm
+from clusterfl.papers.p4.training.linear import MomentumAlgorithm, StepHyper
 from clusterfl.papers.p4.training.rounds import standalone_round
 
 
-class Standalone(MomentumAlgorithm):
+class Standalone(MomentumAlgorithm[StepHyper]):
     def round(self, round_: int, clients: torch.Tensor) -> None:
         self.state = standalone_round(self.data, self.state, self.hyper.update, self.generator)
 

@@ -10,6 +10,8 @@
 - the paper's claims (references.yaml) checked one by one (`claims.check`).
 """
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from clusterfl.papers.p5.report.claims import Traces, check
@@ -47,7 +49,8 @@ def final_rows(report: ReportInput) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def layout(frame: pd.DataFrame, columns: list[str], cell) -> list[str]:
+def layout(frame: pd.DataFrame, columns: list[str], cell: Callable[[pd.DataFrame], str]
+           ) -> list[str]:
     """Algorithms as rows, `columns` (experiments) as columns, `cell(group)` in each."""
     rows = []
     for alg in dict.fromkeys(frame["algorithm"]):

@@ -24,7 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.reports.verdicts import FAILS, HOLDS, NOISE, NOT_RUN, ClaimRow, Gap, decide, gap
+from clusterfl.reports.verdicts import (
+    FAILS,
+    HOLDS,
+    NOISE,
+    NOT_RUN,
+    ClaimRow,
+    Gap,
+    Sample,
+    decide,
+    gap,
+)
 
 Finals = Mapping[tuple[str, str], Sequence[float]]  # (experiment, algorithm) -> % per seed
 # (experiment, algorithm) -> per seed, [(cumulative upload, objective)] per round
@@ -41,7 +51,7 @@ def cost_to_reach(trace: Sequence[tuple[float, float]], target: float) -> tuple[
     return trace[-1][0], False
 
 
-def _mean(values: Sequence[float]) -> str:
+def _mean(values: Sample) -> str:
     return f"{np.mean(values):.2f} ± {np.std(values):.2f}"
 
 
@@ -92,7 +102,7 @@ def _rounds(exp: str, a: str, b: str, traces: Traces, within: float, factor: flo
 
 def _slowdown(iid: str, noniid: str, a: str, b: str, traces: Traces, within: float,
               factor: float) -> tuple[list[Gap], str] | None:
-    cells = {(e, alg): traces.get((e, alg)) for e in (iid, noniid) for alg in (a, b)}
+    cells = {(e, alg): traces.get((e, alg), ()) for e in (iid, noniid) for alg in (a, b)}
     if not all(cells.values()):
         return None
     rounds: dict[tuple[str, str], list[float]] = {}
@@ -124,7 +134,7 @@ def check(claim: Mapping[str, Any], finals: Finals, traces: Traces) -> ClaimRow:
     verdicts: list[str] = []
     if kind == "drop":
         for iid, noniid in claim["pairs"]:
-            cells = [finals.get((e, alg)) for alg in (a, b) for e in (iid, noniid)]
+            cells = [finals.get((e, alg), ()) for alg in (a, b) for e in (iid, noniid)]
             if any(not c for c in cells):
                 continue
             drop_a = np.subtract(cells[0], cells[1])
@@ -134,11 +144,11 @@ def check(claim: Mapping[str, Any], finals: Finals, traces: Traces) -> ClaimRow:
                             f"{_mean(drop_b)}")
     if kind == "slowdown":
         for iid, noniid in claim["pairs"]:
-            got = _slowdown(iid, noniid, a, b, traces, float(claim["within"]),
-                            float(claim["factor"]))
-            if got:
-                gaps += got[0]
-                evidence.append(got[1])
+            slowdown = _slowdown(iid, noniid, a, b, traces, float(claim["within"]),
+                                 float(claim["factor"]))
+            if slowdown:
+                gaps += slowdown[0]
+                evidence.append(slowdown[1])
     for exp in claim.get("experiments", []):
         if kind in ("cost", "rounds"):
             got = (_cost(exp, a, b, traces) if kind == "cost" else

@@ -10,6 +10,7 @@
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
@@ -21,6 +22,9 @@ from clusterfl.papers.p5.training.metrics import (
 from clusterfl.reports.figures import pyplot, save_figure
 from clusterfl.reports.runs import Curve
 from clusterfl.steps.metrics import Metric
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 
 def centralized(curve: Curve) -> bool:
@@ -50,7 +54,7 @@ def convergence_figure(title: str, curves: Mapping[str, Curve], path: Path) -> N
     save_figure(fig, path, title)
 
 
-def _panel(ax, curves: Mapping[str, Curve], shown: Metric, x: str) -> None:
+def _panel(ax: "Axes", curves: Mapping[str, Curve], shown: Metric, x: str) -> None:
     for alg, curve in curves.items():
         if centralized(curve):
             ax.axhline(float(curve[shown.name].iloc[-1]), linestyle="--", label=alg,

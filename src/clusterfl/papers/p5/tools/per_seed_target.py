@@ -11,7 +11,7 @@ import numpy as np
 import yaml
 
 from clusterfl.papers.p5.report import traces
-from clusterfl.papers.p5.report.claims import COST_WITHIN, cost_to_reach
+from clusterfl.papers.p5.report.claims import COST_WITHIN, Traces, cost_to_reach
 from clusterfl.reports.section import ReportInput
 from clusterfl.run.config import load_params
 
@@ -45,7 +45,7 @@ def kind(experiment: str) -> str:
     return "syn" if "syn" in experiment else "mnist"
 
 
-def read_traces(results: Path) -> dict[tuple[str, str], list[list[tuple[float, float]]]]:
+def read_traces(results: Path) -> Traces:
     """The PAIRS cells' traces as the report reads them (`report.traces`, the claims' input)."""
     params = load_params(SUITE, load=())
     paper = params.paper("p5")

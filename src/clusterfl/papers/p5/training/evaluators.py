@@ -33,6 +33,7 @@ class SampleClustering:
 
     def evaluate(self, view: View) -> dict[str, float]:
         found = labels_from_h(self.fed.flat_h(view.extras["h"]))
+        assert self.truth is not None  # `build_context` sets every sample's label
         scores = clustering_scores(self.truth, found)
         return {CLUSTERING_ACCURACY.name: scores["accuracy"], CLUSTERING_ARI.name: scores["ari"],
                 CLUSTERING_NMI.name: scores["nmi"]}

@@ -29,7 +29,7 @@ Readings:
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -94,7 +94,12 @@ def central_parts(x: torch.Tensor, data_norm: float, state: CentralState) -> Obj
 
 
 class HasRho(Protocol):
-    rho: float
+    """A dataclass state with a rho (`continuation` replaces it)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def rho(self) -> float: ...
 
 
 S = TypeVar("S", bound=HasRho)

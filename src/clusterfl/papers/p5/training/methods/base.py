@@ -18,7 +18,7 @@ Readings (besides those of `onmf`, `sncp`, `fedcavg`, `fedcgds`):
 
 from abc import abstractmethod
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -52,7 +52,17 @@ class Snapshot:
     xht: torch.Tensor
 
 
-class P5Algorithm(FederatedAlgorithm):
+class HasClusters(Protocol):
+    """Every P5 method's hyperparameters name K (None: the dataset's classes)."""
+
+    @property
+    def clusters(self) -> int | None: ...
+
+
+C = TypeVar("C", bound=HasClusters)
+
+
+class P5Algorithm(FederatedAlgorithm[C]):
     """The context, view and diagnostics of every P5 method; `self.snapshot` is set by
     subclasses."""
 
@@ -64,9 +74,9 @@ class P5Algorithm(FederatedAlgorithm):
     def make_context(cls, run: SeedInputs) -> P5Context:
         return build_context(run)
 
-    def __init__(self, hyper: Any, ctx: P5Context) -> None:
+    def __init__(self, hyper: C, ctx: P5Context) -> None:
         super().__init__(hyper, ctx)
-        self.clusters = getattr(hyper, "clusters", None) or ctx.clusters
+        self.clusters = hyper.clusters or ctx.clusters
         self.used_rho, self.nu = RHO0, NU
         self.uploaded_round = self.uploaded_total = 0
         self.converged = False
@@ -108,12 +118,13 @@ class OnmfHyper:
                 "must be in [0, grow_tol]")
 
 
-class OnmfAlgorithm(P5Algorithm):
+OH = TypeVar("OH", bound=OnmfHyper)
+
+
+class OnmfAlgorithm(P5Algorithm[OH]):
     """An ONMF method under SNCP's schedule: subclasses `start` from the common initial
     point, `advance` one round (returning the numbers uploaded) and give their `current`
     snapshot."""
-
-    hyper: OnmfHyper
 
     @abstractmethod
     def start(self, w: torch.Tensor, h: torch.Tensor) -> None:

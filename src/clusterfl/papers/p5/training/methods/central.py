@@ -46,10 +46,7 @@ class SncpHyper(OnmfHyper):
         require(self.iterations >= 1, f"{key}.iterations", "must be >= 1")
 
 
-class CentralSncp(OnmfAlgorithm):
-    Hyper = SncpHyper
-    hyper: SncpHyper
-
+class CentralSncp(OnmfAlgorithm[SncpHyper]):
     def start(self, w: torch.Tensor, h: torch.Tensor) -> None:
         fed = self.ctx.fed
         self.x = central_x(fed)

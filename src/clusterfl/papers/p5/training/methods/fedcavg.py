@@ -26,10 +26,7 @@ class FedCAvgHyper(OnmfHyper):
         require(self.q_hat >= 0, f"{key}.q_hat", "must be >= 0")
 
 
-class FedCAvg(OnmfAlgorithm):
-    Hyper = FedCAvgHyper
-    hyper: FedCAvgHyper
-
+class FedCAvg(OnmfAlgorithm[FedCAvgHyper]):
     def start(self, w: torch.Tensor, h: torch.Tensor) -> None:
         self.state = FedCAvgState(w=w, h=h, rho=self.rho)
 

@@ -32,10 +32,7 @@ class FedCGdsHyper(OnmfHyper):
         require(self.h_init in ("random", "warm"), f"{key}.h_init", "must be random or warm")
 
 
-class FedCGds(OnmfAlgorithm):
-    Hyper = FedCGdsHyper
-    hyper: FedCGdsHyper
-
+class FedCGds(OnmfAlgorithm[FedCGdsHyper]):
     def start(self, w: torch.Tensor, h: torch.Tensor) -> None:
         warm = self.hyper.h_steps if self.hyper.h_init == "warm" else 0
         self.state = fedcgds_init(self.ctx.fed, w, h, self.rho, self.nu, warm)

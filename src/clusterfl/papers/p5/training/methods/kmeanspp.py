@@ -36,9 +36,7 @@ def indicator_point(x: torch.Tensor, labels: np.ndarray,
     return (x @ h.T) / counts, h
 
 
-class KMeansPP(P5Algorithm):
-    Hyper = KMeansHyper
-
+class KMeansPP(P5Algorithm[KMeansHyper]):
     def __init__(self, hyper: KMeansHyper, ctx: P5Context) -> None:
         super().__init__(hyper, dataclasses.replace(ctx, rounds=1))
 
