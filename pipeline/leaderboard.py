@@ -52,7 +52,8 @@ def board(path: Path, own: set[str], suite: str) -> Table:
     schemes = [c.removesuffix("_mean") for c in frame.columns
                if c.endswith("_mean") and c != "average_mean"]
     table = Table(title="leaderboard (test accuracy %, mean ± std over seeds; ranks count "
-                        "only differences beyond the seeds' spread; * = this suite's own)")
+                        "only differences the seeds bear out, paired by seed at 95 %; * = "
+                        "this suite's own)")
     families = frame.get("family")  # None in a report written before families
     for column in ("", "#", "algorithm", *(["family"] if families is not None else []),
                    *(s.removeprefix("bm_") for s in schemes), "average rank"):

@@ -61,6 +61,15 @@ def _last_acc(ws: Path, exp: str, alg: str) -> list[float]:
             ["test_acc"] for s in SEEDS]
 
 
+def _paired_low(better: list[float], worse: list[float]) -> float:
+    """The lower end of the 95 % interval of the per-seed differences better - worse."""
+    diffs = np.subtract(better, worse)
+    if np.ptp(diffs) == 0:
+        return float(diffs[0])
+    return float(np.mean(diffs) - np.tan(0.475 * np.pi) * np.std(diffs, ddof=1)
+                 / np.sqrt(len(diffs)))
+
+
 def test_stages_picks_and_leaderboard_match_the_histories(workspace):
     ws, env, out = workspace
     ran = {n.rsplit(":", 1)[-1] for n in re.findall(r"Running stage '([^']+)'", out)}
@@ -93,15 +102,14 @@ def test_stages_picks_and_leaderboard_match_the_histories(workspace):
             values = accs[exp, alg]
             assert board.loc[alg, f"{exp}_mean"] == pytest.approx(np.mean(values), abs=1e-4)
             assert board.loc[alg, f"{exp}_std"] == pytest.approx(np.std(values), abs=1e-4)
-            # 1 + the algorithms better beyond both seeds' spreads (intervals apart)
-            top = np.mean(values) + np.std(values)
+            # 1 + the algorithms better seed by seed: the paired differences' 95 % t
+            # interval (2 seeds: t(0.975, 1) = tan(0.475 pi)) lies above 0
             expected.loc[alg, exp] = 1 + sum(
-                np.mean(accs[exp, b]) - np.std(accs[exp, b]) > top
-                for b in ALGORITHMS if b != alg)
+                _paired_low(accs[exp, b], values) > 0 for b in ALGORITHMS if b != alg)
         assert board[f"rank_{exp}"].to_dict() == expected[exp].to_dict()
     assert board["rank_average"].to_dict() == pytest.approx(expected.mean(axis=1).to_dict())
     text = (ws / "reports/benchmark/tables/benchmark.md").read_text()
-    for exp in SCHEMES:  # bold only a winner every other is beyond the spread of
+    for exp in SCHEMES:  # bold only a winner that beats every other seed by seed
         winner = expected[exp].idxmin()
         clear = int((expected[exp] == 1).sum()) == 1
         row = next(line for line in text.splitlines() if line.startswith(f"| {winner} |"))

@@ -14,19 +14,25 @@ from clusterfl.papers.benchmark.report.tables import (
     uploads_per_round,
 )
 
-ROWS = pd.DataFrame([  # algorithms x, y, c; schemes a, b (x has no run on b)
-    ("x", "a", 0, 80.0), ("x", "a", 1, 90.0), ("y", "a", 0, 85.0), ("y", "a", 1, 85.0),
-    ("c", "a", 0, 50.0), ("y", "b", 0, 70.0), ("c", "b", 0, 70.0),
+ROWS = pd.DataFrame([  # algorithms x, y, c; schemes a (3 seeds), b (1 seed; x has no run)
+    ("x", "a", 0, 80.0), ("x", "a", 1, 90.0), ("x", "a", 2, 85.0),
+    ("y", "a", 0, 85.0), ("y", "a", 1, 85.0), ("y", "a", 2, 85.0),
+    ("c", "a", 0, 50.0), ("c", "a", 1, 52.0), ("c", "a", 2, 54.0),
+    ("y", "b", 0, 70.0), ("c", "b", 0, 70.0),
 ], columns=["algorithm", "experiment", "seed", "value"])
+T2 = 0.95 / np.sqrt(2 * 0.975 * 0.025)  # Student t(0.975) with 2 degrees of freedom, 4.3027
 
 
-def test_mean_std_ranks_count_only_differences_beyond_the_spread():
+def test_mean_std_ranks_count_only_differences_the_seeds_bear_out():
     mean, std = leaderboard(ROWS, ["x", "y", "c"], ["a", "b"])
-    assert mean.loc["x", "a"] == 85.0 and std.loc["x", "a"] == 5.0  # population std
+    assert mean.loc["x", "a"] == 85.0
+    assert std.loc["x", "a"] == np.sqrt(50 / 3)  # population std
     assert np.isnan(mean.loc["x", "b"]) and mean.loc["y", "b"] == 70.0
-    ranked = ranks(mean, std)
-    # scheme a: x 85 ± 5 and y 85 ± 0 share rank 1, c 50 ± 0 is beaten by both (rank 3);
-    # scheme b: y and c 70 ± 0 share rank 1, x has no rank
+    ranked = ranks(ROWS, mean)
+    # scheme a, seed by seed: x - y = -5, +5, 0 (within noise); x - c = 30, 38, 31
+    # (33 ± T2 x 4.36 / sqrt(3) = 33 ± 10.8) and y - c = 35, 33, 31 (33 ± 4.97) lie above 0:
+    # x and y share rank 1, c is beaten by both (rank 3); scheme b: one seed, no interval,
+    # y and c share rank 1, x has no rank
     assert ranked.loc["x", "a"] == 1.0 and ranked.loc["y", "a"] == 1.0
     assert ranked.loc["c", "a"] == 3.0 and ranked.loc["c", "b"] == 1.0
     assert np.isnan(ranked.loc["x", "b"])
@@ -34,39 +40,44 @@ def test_mean_std_ranks_count_only_differences_beyond_the_spread():
     assert ranked.loc["c", "average"] == 2.0
 
 
-def test_a_lead_inside_the_spread_is_a_tie_and_beyond_it_a_rank():
-    mean = pd.DataFrame({"s": [78.60, 77.58, 70.0]}, index=["fedgroup", "flhc", "local"])
-    std = pd.DataFrame({"s": [0.79, 0.65, 0.5]}, index=mean.index)
-    better = clearly_better(mean["s"], std["s"])
-    # 78.60 - 0.79 = 77.81 < 77.58 + 0.65 = 78.23: the iid lead of the committed board is noise
+def test_a_lead_is_a_rank_only_where_the_paired_interval_excludes_zero():
+    # the committed board's iid scheme, rounded: fedgroup leads flhc by 2.0, 1.7, 0.5 points
+    # on seeds 0-2: 1.4 ± T2 x 0.794 / sqrt(3) = 1.4 ± 1.97 holds 0; both beat local
+    values = {"fedgroup": {0: 80.5, 1: 78.6, 2: 77.8}, "flhc": {0: 78.5, 1: 76.9, 2: 77.3},
+              "local": {0: 69.4, 1: 68.9, 2: 69.9}}
+    better = clearly_better(values)
     assert not better.loc["fedgroup", "flhc"] and better.loc["fedgroup", "local"]
-    assert list(ranks(mean, std)["s"]) == [1.0, 1.0, 3.0]
-    assert clear_winner(mean["s"], std["s"]) is None
-    std.loc["flhc", "s"] = 0.1  # 77.81 > 77.68: now beyond both spreads
-    assert list(ranks(mean, std)["s"]) == [1.0, 2.0, 3.0]
-    assert clear_winner(mean["s"], std["s"]) == "fedgroup"
-    lower = ranks(mean, std, lower_is_better=True)["s"]  # a loss: the smallest wins
-    assert list(lower) == [3.0, 2.0, 1.0]
+    assert better.loc["flhc", "local"] and not better.loc["local", "flhc"]
+    assert clear_winner(values) is None
+    # a lead of 2.0, 2.1, 1.9: 2 ± 0.25 lies above 0
+    values["flhc"] = {0: 78.5, 1: 76.5, 2: 75.9}
+    assert clearly_better(values).loc["fedgroup", "flhc"]
+    assert clear_winner(values) == "fedgroup"
+    assert clear_winner(values, lower_is_better=True) == "local"  # a loss: the smallest wins
+    # the same gaps unpaired: seed 2 is hard for both (-20 points), which the pairing removes
+    hard = {"p": {0: 80.0, 1: 81.0, 2: 61.0}, "q": {0: 79.0, 1: 80.0, 2: 60.0}}
+    assert clearly_better(hard).loc["p", "q"]
 
 
 def test_markdown_bolds_only_a_clear_winner_and_marks_shared_ranks():
     mean, std = leaderboard(ROWS, ["x", "y", "c"], ["a", "b"])
-    text = leaderboard_markdown(mean, std, ranks(mean, std), {"a": "A"})
+    text = leaderboard_markdown(mean, std, ranks(ROWS, mean), ROWS, {"a": "A"})
     lines = text.splitlines()
     assert lines[0] == "| algorithm | A | b | average rank |"
-    assert lines[2] == "| x | 85.00 ± 5.00 (=1) | – | 1.00 |"
+    assert lines[2] == "| x | 85.00 ± 4.08 (=1) | – | 1.00 |"
     assert lines[3] == "| y | 85.00 ± 0.00 (=1) | 70.00 ± 0.00 (=1) | 1.00 |"
-    assert lines[4] == "| c | 50.00 ± 0.00 (3) | 70.00 ± 0.00 (=1) | 2.00 |"
-    clear = ROWS[ROWS.algorithm != "x"]  # scheme a without x: y's 85 beats c's 50 cleanly
+    assert lines[4] == "| c | 52.00 ± 1.63 (3) | 70.00 ± 0.00 (=1) | 2.00 |"
+    clear = ROWS[ROWS.algorithm != "x"]  # scheme a without x: y beats c on every seed
     mean, std = leaderboard(clear, ["y", "c"], ["a"])
-    lines = leaderboard_markdown(mean, std, ranks(mean, std), {}).splitlines()
+    lines = leaderboard_markdown(mean, std, ranks(clear, mean), clear, {}).splitlines()
     assert lines[2] == "| y | **85.00 ± 0.00 (1)** | 1.00 |"
-    assert lines[3] == "| c | 50.00 ± 0.00 (2) | 2.00 |"
+    assert lines[3] == "| c | 52.00 ± 1.63 (2) | 2.00 |"
 
 
 def test_markdown_with_families_orders_rows_by_average_rank():
     mean, std = leaderboard(ROWS, ["c", "x", "y"], ["a", "b"])
-    text = leaderboard_markdown(mean, std, ranks(mean, std), {}, families={"x": "global"})
+    text = leaderboard_markdown(mean, std, ranks(ROWS, mean), ROWS, {},
+                                families={"x": "global"})
     lines = text.splitlines()
     assert lines[0] == "| algorithm | family | a | b | average rank |"
     # x and y tie at 1.00 and keep their given order; c (2.00) goes last

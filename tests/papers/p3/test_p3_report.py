@@ -70,17 +70,30 @@ def test_stand_in_table_and_claims(tmp_path: Path) -> None:
     md = run(tmp_path, "p3_basic_motions")
     assert "a stand-in dataset: no paper numbers" in md and "paper loss" not in md
     assert "| mmfl | accelerometer | 0.1500 ± 0.0500 | 85.00 ± 5.00 |" in md
-    assert ("| fl_beats_standalone |" in md and
-            "accelerometer: FL 60.00 ± 0.00 vs standalone 40.00 ± 0.00" in md)
-    assert ("mmfl 82.50 ± 2.50; mmfl_lr0_01 65.00 ± 0.00, mmfl_lr0_001 50.00 ± 0.00, "
-            "mmfl_lr0_0001 25.00 ± 0.00 | holds |") in md
-    # gyroscope: mmfl 80 < unimodal meta-FL 87.5 ± 2.5, beyond the spread
-    assert "gyroscope: mmfl 80.00 ± 0.00 vs unimodal meta-FL 87.50 ± 2.50 | does not hold |" \
-        in md
-    # best other: unimodal meta-FL 83.75 > mmfl 82.50: -1.25 points, under mmfl's std 2.5
-    assert ("best other unimodal_meta_fl 83.75 ± 1.25 (gap -1.25 points; paper: about +7.18) "
-            "| within noise |") in md
-    assert "| claim | paper | ours | verdict | reading | open choices | cause |" in md
+    # every seed +20 points: zero spread, the interval is +20 itself
+    assert ("| fl_beats_standalone | " in md and
+            "accelerometer: FL 60.00 ± 0.00 vs standalone 40.00 ± 0.00, FL wins on 2 of 2 "
+            "seeds, mean paired difference +20.00 points (zero spread: the interval is the "
+            "value itself)" in md)
+    # mmfl 85, 80 against mmfl_lr0_01 65, 65: +20, +15, 17.5 ± 12.706 x 2.5 (two seeds)
+    assert ("mmfl 82.50 ± 2.50; mmfl_lr0_01 65.00 ± 0.00: mmfl wins on 2 of 2 seeds, mean "
+            "paired difference +17.50 points (95 % interval -14.27 to +49.27); mmfl_lr0_001 "
+            "50.00 ± 0.00: mmfl wins on 2 of 2 seeds, mean paired difference +32.50 points "
+            "(95 % interval +0.73 to +64.27); mmfl_lr0_0001 25.00 ± 0.00: mmfl wins on 2 of 2 "
+            "seeds, mean paired difference +57.50 points (95 % interval +25.73 to +89.27) | "
+            "within noise |") in md
+    # gyroscope: mmfl 80, 80 against unimodal meta-FL 90, 85: -10, -5, both seeds lost, but
+    # two seeds' interval holds 0
+    assert ("gyroscope: mmfl 80.00 ± 0.00 vs unimodal meta-FL 87.50 ± 2.50, mmfl wins on 0 of 2 "
+            "seeds, mean paired difference -7.50 points (95 % interval -39.27 to +24.27) | "
+            "within noise |") in md
+    assert ("best other unimodal_meta_fl 83.75 ± 1.25 (paper: about +7.18 points); mmfl "
+            "against mmfl_lr0_01: wins on 2 of 2 seeds") in md
+    assert ("unimodal_meta_fl: wins on 0 of 2 seeds, mean paired difference -1.25 points (95 % "
+            "interval -17.13 to +14.63); standalone: wins on 2 of 2 seeds, mean paired "
+            "difference +47.50 points (95 % interval +15.73 to +79.27) | within noise |") in md
+    assert ("| claim | paper | ours | verdict | reading | open choices | cause | replicates |"
+            in md)
 
 
 def test_paper_numbers_beside_the_papers_data(tmp_path: Path) -> None:

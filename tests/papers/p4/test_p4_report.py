@@ -40,14 +40,28 @@ def test_build_writes_tables_claims_and_figures(tmp_path: Path) -> None:
                             figures=tmp_path / "f"))
     md = out.markdown
     assert "| p4_fig1 | pfl_tc | 6.0 ± 1.0 | 1.000 ± 0.000 | 2 |" in md
-    # beyond the seeds' spread: 11 - 6 = 5 against stds of 1
-    assert "p4_fig1: pfl_tc 6 ± 1, pdl_tc 6 ± 0; ifca_grad 11 ± 1 | holds |" in md
-    # sample variances 2 and 0 against 420.5: ratio 210 beyond F(1, 1)'s 95 % quantile, 161
-    assert "p4_fig1: pfl_tc std 1.414, pdl_tc std 0; ifca_model std 20.51 | holds |" in md
-    assert "fig2: log-log slope -0.50 ± 0.00 over seeds" in md and "| sqrt_rate |" in md
+    # per seed: ifca_grad 10, 12 minus pfl_tc 5, 7 (+5, +5: zero spread, holds) and minus
+    # pdl_tc 6, 6 (+4, +6: 5 ± 12.706, within noise)
+    assert ("p4_fig1: pfl_tc 6 ± 1, pdl_tc 6 ± 0; ifca_grad 11 ± 1; below ifca_grad: pfl_tc "
+            "wins on 2 of 2 seeds, mean paired difference +5 (zero spread: the interval is the "
+            "value itself); pdl_tc wins on 2 of 2 seeds, mean paired difference +5 (95 % "
+            "interval -7.706 to +17.71) | within noise |") in md
+    # sample variances 2 and 0 against 420.5: ratio 210 within F(1, 1)'s 95 % interval
+    # (quantiles 1/647.8 and 647.8); pdl_tc's none at all: ratio ∞
+    assert ("p4_fig1: pfl_tc std 1.414, pdl_tc std 0; ifca_model std 20.51; ifca_model over "
+            "ours: pfl_tc variance ratio 210 (95 % F interval 0.325 to 1.36e+05; unpaired: one "
+            "variance over seeds per method); pdl_tc variance ratio ∞ (ours does not vary over "
+            "seeds) | within noise |") in md
+    assert ("fig2: log-log slope -0.50 ± 0.00 over seeds, N/K = ['2', '8', '32']; 2 of 2 seeds "
+            "within [-0.75, -0.25], mean slope -0.50 (zero spread: the interval is the value "
+            "itself) | holds |") in md
+    # changes s = 1 → 100 per seed: pfl_tc +7, +5, pdl_tc 0, 0, ifca_model +154, +125
     assert ("init_n9: final error at s = 1 → 100: pfl_tc 6 → 12, pdl_tc 6 → 6, ifca_model "
-            "15.5 → 155 | holds |") in md
-    assert "| reading | open choices | cause |" in md
+            "15.5 → 155; change below ifca_model's: pfl_tc wins on 2 of 2 seeds, mean paired "
+            "difference +133.5 (95 % interval -38.03 to +305); pdl_tc wins on 2 of 2 seeds, "
+            "mean paired difference +139.5 (95 % interval -44.74 to +323.7) | within noise |"
+            ) in md
+    assert "| reading | open choices | cause | replicates |" in md
     assert "| init_n9 | ifca_grad | ifca_model | pdl_tc | pfl_tc |" in md
     assert "| 100 | – | 155.000 ± 0.000 | 6.000 ± 0.000 | 12.000 ± 0.000 |" in md
     assert all(p.exists() for p in out.figures) and len(out.figures) == 7
@@ -71,11 +85,12 @@ def write_real(results: Path, alg: str, accs: list[float], aris: list[list[float
 def test_build_reports_the_real_data_table_verdicts_and_figure(tmp_path: Path) -> None:
     results = tmp_path / "results"
     write(results, "p4_fig1", "pfl_tc", [5.0, 7.0])
-    write_real(results, "pfl_tc_nn", [0.70, 0.74], [[1.0, 1.0, 0.5], [1.0, 0.9, 0.3]])
-    write_real(results, "pdl_tc_nn", [0.80, 0.80], None)
-    write_real(results, "oracle_fedavg", [0.795, 0.805], [[1.0] * 3, [1.0] * 3])
-    write_real(results, "ifca_nn", [0.60, 0.60], [[0.0, 0.5, 1.0], [0.0, 0.5, 1.0]])
-    write_real(results, "pfedkm_nn", [0.75, 0.75], [[1.0] * 3, [1.0] * 3])
+    write_real(results, "pfl_tc_nn", [0.70, 0.72, 0.74],
+               [[1.0, 1.0, 0.5], [1.0, 0.9, 0.3], [1.0, 0.95, 0.4]])
+    write_real(results, "pdl_tc_nn", [0.80, 0.80, 0.80], None)
+    write_real(results, "oracle_fedavg", [0.798, 0.80, 0.802], [[1.0] * 3] * 3)
+    write_real(results, "ifca_nn", [0.60] * 3, [[0.0, 0.5, 1.0]] * 3)
+    write_real(results, "pfedkm_nn", [0.75] * 3, [[1.0] * 3] * 3)
     algs = ["pfl_tc_nn", "pdl_tc_nn", "oracle_fedavg", "ifca_nn", "pfedkm_nn"]
     cells = [("p4_fig1", "pfl_tc")] + [("p4_fmnist_rot", a) for a in algs]
     params = SimpleNamespace(experiment=lambda e: SimpleNamespace(title=f"title {e}"))
@@ -86,15 +101,31 @@ def test_build_reports_the_real_data_table_verdicts_and_figure(tmp_path: Path) -
     # the linear table keeps only the linear cell
     assert "| p4_fig1 | pfl_tc | 6.0 ± 1.0 |" in md
     assert "| p4_fmnist_rot | pfl_tc_nn | – |" not in md
-    # accuracy 72 ± 2 %, final ARI (0.5, 0.3), ARI over rounds (2.5/3, 2.2/3)
-    assert "| p4_fmnist_rot | pfl_tc_nn | 72.00 ± 2.00 | 0.400 ± 0.100 | 0.783 ± 0.050 | 2 |" in md
-    assert "| p4_fmnist_rot | pdl_tc_nn | 80.00 ± 0.00 | – | – | 2 |" in md
+    # accuracy 72 ± 1.63 %, final ARI (0.5, 0.3, 0.4), ARI over rounds (2.5, 2.2, 2.35) / 3
+    assert "| p4_fmnist_rot | pfl_tc_nn | 72.00 ± 1.63 | 0.400 ± 0.082 | 0.783 ± 0.041 | 3 |" in md
+    assert "| p4_fmnist_rot | pdl_tc_nn | 80.00 ± 0.00 | – | – | 3 |" in md
+    # final ARI 0.4 ± 4.303 x 0.1 / sqrt(3) lies below 0.9; the seed-mean curve starts at 1
     assert ("| finds the true clusters | p4_fmnist_rot | pfl_tc_nn: final ARI 0.400, mean over "
-            "rounds 0.783, peak 1.000 (round 1) | early rounds only |") in md
-    assert "pfl_tc_nn 72.00%, oracle_fedavg 80.00% | below by 8.0 points |" in md
-    assert "pdl_tc_nn 80.00%, oracle_fedavg 80.00% | within 1 point |" in md
-    assert "pfl_tc_nn 72.00%; ifca_nn 60.00%, pfedkm_nn 75.00% | above ifca_nn only |" in md
-    assert "pdl_tc_nn 80.00%; ifca_nn 60.00%, pfedkm_nn 75.00% | above all |" in md
+            "rounds 0.783, peak 1.000 (round 1); 0 of 3 seeds within [0.900, ∞], final ARI "
+            "0.400 (95 % interval 0.152 to 0.648) | early rounds only |") in md
+    # -9.8, -8, -6.2 points: -8 ± 4.47, wholly below -1
+    assert ("pfl_tc_nn 72.00%, oracle_fedavg 80.00%; 0 of 3 seeds within [-1.00, +1.00] points, "
+            "mean paired difference -8.00 points (95 % interval -12.47 to -3.53) | below by 8.0 "
+            "points |") in md
+    # +0.2, 0, -0.2 points: 0 ± 0.50, wholly within ±1
+    assert ("pdl_tc_nn 80.00%, oracle_fedavg 80.00%; 3 of 3 seeds within [-1.00, +1.00] points, "
+            "mean paired difference +0.00 points (95 % interval -0.50 to +0.50) | within 1 "
+            "point |") in md
+    # against ifca_nn +10, +12, +14 (12 ± 4.97); against pfedkm_nn -5, -3, -1 (-3 ± 4.97)
+    assert ("pfl_tc_nn 72.00%; ifca_nn 60.00%, pfedkm_nn 75.00%; against ifca_nn: wins on 3 of 3 "
+            "seeds, mean paired difference +12.00 points (95 % interval +7.03 to +16.97); "
+            "against pfedkm_nn: wins on 0 of 3 seeds, mean paired difference -3.00 points (95 % "
+            "interval -7.97 to +1.97) | above ifca_nn, within noise of pfedkm_nn |") in md
+    assert "pfedkm_nn +5.00 points" not in md
+    assert ("pdl_tc_nn 80.00%; ifca_nn 60.00%, pfedkm_nn 75.00%; against ifca_nn: wins on 3 of 3 "
+            "seeds, mean paired difference +20.00 points (zero spread: the interval is the "
+            "value itself); against pfedkm_nn: wins on 3 of 3 seeds, mean paired difference "
+            "+5.00 points (zero spread: the interval is the value itself) | above all |") in md
     assert (tmp_path / "f/p4_real_p4_fmnist_rot.png").exists()
     assert not (tmp_path / "f/p4_fmnist_rot.png").exists()  # no Fig. 1 panel for real data
     assert out.metrics["p4/p4_fmnist_rot/pdl_tc_nn/final_acc"] == 80.0

@@ -64,18 +64,26 @@ def test_build_writes_the_table_and_checks_the_claims(tmp_path) -> None:
     text = out.markdown
     rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
             if line.startswith("| ") and " | " in line}
-    # 85 ± 5 vs 80 ± 0 is within the spread; 83 ± 1 vs 50 ± 10 is beyond it
-    assert ("| p5_syn_unf: fedcgds 85.00 ± 5.00 % vs fedcavg 80.00 ± 0.00 %; p5_syn_noniid: "
-            "fedcgds 83.00 ± 1.00 % vs fedcavg 50.00 ± 10.00 % | within noise |"
-            ) in rows["fedcgds_beats_fedcavg"]
-    # per-seed losses: fedcgds 6, -2; fedcavg 40, 20
+    # per seed: +10, 0 on p5_syn_unf; +44, +22 on p5_syn_noniid: two seeds, t(1) = 12.706
+    assert ("| p5_syn_unf: fedcgds 85.00 ± 5.00 % vs fedcavg 80.00 ± 0.00 %, fedcgds wins on 1 "
+            "of 2 seeds, mean paired difference +5.00 points (95 % interval -58.53 to +68.53); "
+            "p5_syn_noniid: fedcgds 83.00 ± 1.00 % vs fedcavg 50.00 ± 10.00 %, fedcgds wins on 2 "
+            "of 2 seeds, mean paired difference +33.00 points (95 % interval -106.77 to "
+            "+172.77) | within noise |") in rows["fedcgds_beats_fedcavg"]
+    # per-seed losses: fedcgds 6, -2; fedcavg 40, 20: fedcgds loses 34 and 22 less
     assert ("p5_syn_unf → p5_syn_noniid: fedcgds loses 2.00 ± 4.00 points, fedcavg 30.00 ± "
-            "10.00 | holds |") in rows["noniid_hurts_fedcavg_more"]
-    assert "fedcgds 83.00 ± 1.00 % vs sncp 90.00 ± 0.00 % | does not hold |" in rows[
-        "fedcgds_close_to_sncp"]
+            "10.00; fedcgds loses less: wins on 2 of 2 seeds, mean paired difference +28.00 "
+            "points (95 % interval -48.24 to +104.24) | within noise |"
+            ) in rows["noniid_hurts_fedcavg_more"]
+    # -6, -8: -7 ± 12.71, reaching inside ±2
+    assert ("fedcgds 83.00 ± 1.00 % vs sncp 90.00 ± 0.00 %, 0 of 2 seeds within [-2.00, +2.00] "
+            "points, mean paired difference -7.00 points (95 % interval -19.71 to +5.71) | "
+            "within noise |") in rows["fedcgds_close_to_sncp"]
     assert "| none of its cells ran | not run |" in rows["fedcgds_above_sncp_ubls"]
-    assert ("p5_conv_syn_unf: within 1% of the best final objective (2.02) after 300 ± 0 "
-            "(fedcgds_m10) vs 3e+03 ± 0 (fedcgds_m100_q10) numbers uploaded | holds |"
+    assert ("p5_conv_syn_unf: numbers uploaded to come within 1% of the best mean final "
+            "objective (2.02), by the seeds that reached it: fedcgds_m10 300 ± 0, "
+            "fedcgds_m100_q10 3e+03 ± 0; fedcgds_m10 wins on 2 of 2 seeds, mean paired difference "
+            "+2.7e+03 numbers (zero spread: the interval is the value itself) | holds |"
             ) in rows["partial_participation_cheaper"]
     assert "| fedcgds | 0.43 ± 0.02 / 0.21 ± 0.01 | 0.41 ± 0.01 / 0.21 ± 0.00 |  |" in text
     assert sorted(p.name for p in out.figures) == sorted(
@@ -95,9 +103,22 @@ def test_rounds_check_compares_rounds_to_within_of_bs_final_objective() -> None:
               ("e", "fedcavg"): [[(1, 9.0), (2, 5.0), (3, 2.0), (4, 1.5), (5, 1.01)],
                                  [(1, 9.0), (2, 5.0), (3, 1.0)]]}
     row = check(claim, {}, traces)
-    assert row.ours == ("e: within 2% of fedcgds's final objective after 4 ± 1 rounds "
-                        "(fedcavg) vs 2 ± 0 (fedcgds); comparable: at most 2x")
-    assert row.verdict == "within noise"  # 4 ± 1 against 2 x 2 = 4
+    # 2 x 2 - 5 = -1 and 2 x 2 - 3 = +1: 0 ± 12.7
+    assert row.ours == ("e: rounds to come within 2% of fedcgds's mean final objective, by "
+                        "the seeds that reached it: fedcavg 4 ± 1, fedcgds 2 ± 0; comparable: "
+                        "fedcavg below 2x fedcgds's: wins on 1 of 2 seeds, mean paired "
+                        "difference +0 rounds (95 % interval -12.7 to +12.7)")
+    assert row.verdict == "within noise"
+    # a third seed that never gets there (after 3 rounds, < 2 x 2) is no win, and the
+    # claim can no longer hold whatever the interval
+    traces[("e", "fedcgds")] = [[(1, 3.0), (2, 1.0), (3, 1.0)]] * 3
+    traces[("e", "fedcavg")] = [[(1, 9.0), (2, 1.0)], [(1, 9.0), (2, 1.0)],
+                                [(1, 9.0), (2, 5.0), (3, 2.0)]]
+    row = check(claim, {}, traces)
+    assert row.ours.endswith("wins on 2 of 3 seeds, mean paired difference +1.67 rounds (95 % "
+                             "interval +0.232 to +3.1); fedcavg never reached it on 1 of 3 "
+                             "seeds (censored: its whole spend, a lower bound)")
+    assert row.verdict == "within noise"
 
 
 def test_slowdown_check_compares_each_set_against_its_own_target() -> None:
@@ -113,10 +134,16 @@ def test_slowdown_check_compares_each_set_against_its_own_target() -> None:
               ("non", "fedcavg"): [[(1, 9.0), (2, 5.0), (3, 3.0), (4, 2.5), (5, 2.04)],
                                    [(1, 9.0), (2, 5.0), (3, 3.0), (4, 2.5), (5, 2.1)]]}
     row = check(claim, {}, traces)
-    assert row.ours == ("iid → non: rounds to come within 2% of fedcgds's final objective, "
-                        "fedcavg 2.00 ± 0.00 → 5.00 ± 0.00 (never in 1 of 2 seeds on non), "
-                        "fedcgds 2.00 ± 0.00 → 2.00 ± 0.00; a lot: more than 2x")
-    assert row.verdict == "holds"  # 5 > 2 x 2 and 2 <= 2 x 2, both beyond a zero spread
+    # fedcavg: 5 and (censored) 5 against 2 x 2; fedcgds: 2 against 2 x 2, every seed
+    assert row.ours == ("iid → non: rounds to come within 2% of fedcgds's mean final "
+                        "objective, by the seeds that reached it: fedcavg 2 ± 0 → 5 ± 0 (1 of 2 "
+                        "seeds), fedcgds 2 ± 0 → 2 ± 0; fedcavg slowed more than 2x: wins on 2 "
+                        "of 2 seeds, mean paired difference +1 rounds (zero spread: the "
+                        "interval is the value itself); fedcavg on non never reached it on 1 of "
+                        "2 seeds (censored: its whole spend, a lower bound); fedcgds kept below "
+                        "2x: wins on 2 of 2 seeds, mean paired difference +2 rounds (zero "
+                        "spread: the interval is the value itself)")
+    assert row.verdict == "holds"
     # the same slowdown in b: it no longer keeps its speed
     traces[("non", "fedcgds")] = [[(1, 9.0), (2, 5.0), (3, 3.0), (4, 2.5), (5, 2.0)]] * 2
     assert check(claim, {}, traces).verdict == "does not hold"
@@ -157,14 +184,21 @@ def test_cost_check_targets_one_percent_above_the_best_final_not_the_worse() -> 
               ("e", "m100"): [[(25, 2.0), (50, 1.005), (75, 1.0)],
                               [(25, 2.0), (50, 1.009), (75, 1.0)]]}
     row = check(claim, {}, traces)
-    assert row.ours == ("e: within 1% of the best final objective (1.01) after 20 ± 0 (m50) "
-                        "vs 50 ± 0 (m100) numbers uploaded")
+    assert row.ours == ("e: numbers uploaded to come within 1% of the best mean final "
+                        "objective (1.01), by the seeds that reached it: m50 20 ± 0, m100 50 ± "
+                        "0; m50 wins on 2 of 2 seeds, mean paired difference +30 numbers "
+                        "(zero spread: the interval is the value itself)")
     assert row.verdict == "holds"
-    # a run that never gets within 1 % counts its whole upload and is named
+    # a run that never gets within 1 % is censored, not cheap: its whole upload (40, below
+    # m100's 50) no longer makes it the cheaper, and it is named
     traces[("e", "m50")] = [[(10, 3.0), (40, 1.02)]] * 2
     row = check(claim, {}, traces)
-    assert row.ours.endswith("after 40 ± 0 (m50) vs 50 ± 0 (m100) numbers uploaded; m50 "
-                             "never reached it in 2 seeds")
+    assert row.ours.endswith("seeds that reached it: m50 never (0 of 2 seeds), m100 50 ± 0; "
+                             "m50 wins on 0 of 2 seeds, mean paired difference +10 "
+                             "numbers (zero spread: the interval is the value itself); m50 never "
+                             "reached it on 2 of 2 seeds (censored: its whole spend, a lower "
+                             "bound)")
+    assert row.verdict == "within noise"  # the old rule: holds (40 < 50 on both seeds)
 
 
 def test_per_seed_target_is_one_percent_above_the_better_final_at_that_seed() -> None:

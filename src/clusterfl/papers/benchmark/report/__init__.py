@@ -33,9 +33,11 @@ from clusterfl.training.tuning import cluster_field
 
 INTRO = """Personalized test accuracy (%): the model each client uses, on its own test split, \
 weighted by test samples, in the last round; mean ± std over seeds {seeds}, (rank in the \
-scheme: 1 + the number of algorithms better beyond the seeds' spread, i.e. with mean ± std \
-intervals apart; `=r`: a rank shared by algorithms within each other's noise); **bold**: a \
-scheme's winner only where it beats every other beyond that spread; rows by average rank. \
+scheme: 1 + the number of algorithms better seed by seed, i.e. whose paired differences over \
+the seeds (one partition per seed, each model drawn from the seed) have a 95 % interval above \
+0; `=r`: a \
+rank shared by algorithms within each other's noise); **bold**: a scheme's winner only where \
+it beats every other that way; rows by average rank. \
 Each cell trained with the \
 lr (and K) picked on the validation split (picks below; protocol: docs/benchmark.md). \
 Family: global (one model), local (no communication), personalized (a model per client \
@@ -58,10 +60,10 @@ def build(report: ReportInput) -> ReportOutput:
          "value": TEST_ACC.scale * h.records[-1][TEST_ACC.name]}
         for (e, a), seeds in histories.items() for h in seeds])
     mean, std = leaderboard(rows, algorithms, schemes)
-    ranked = ranks(mean, std)
+    ranked = ranks(rows, mean)
     seeds = sorted({h.seed for seeds in histories.values() for h in seeds})
     families = {a: _family(report, a, next(e for e, b in cells if b == a)) for a in algorithms}
-    board = leaderboard_markdown(mean, std, ranked, titles, families=families)
+    board = leaderboard_markdown(mean, std, ranked, rows, titles, families=families)
     keys = "\n".join(f"- `{titles[e]}`: {report.params.experiment(e).title}" for e in schemes)
     picks_table = _picks_table(picks)
     recovery = _recovery(histories, algorithms, schemes)

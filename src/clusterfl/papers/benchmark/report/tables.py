@@ -1,11 +1,17 @@
 """The benchmark's tables as pure functions of per-seed numbers (tested with exact numbers in
-tests/papers/test_benchmark_tables.py): the leaderboard with ranks, and the upload cost."""
+tests/papers/benchmark/test_benchmark_tables.py): the leaderboard with ranks, and the upload
+cost. Ranks and the bold winner count only differences the seeds bear out, by the shared
+verdict rule (`clusterfl.reports.verdicts`): two algorithms of a scheme are compared seed by
+seed (a seed is one partition and one initial draw for all of them), and one is better only
+where the 95 % interval of the paired differences lies above 0."""
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from clusterfl.reports.verdicts import HOLDS, compare
 
 BEST = "**"  # how the best value of a column is marked in Markdown
 
@@ -20,39 +26,52 @@ def leaderboard(rows: pd.DataFrame, algorithms: Sequence[str], schemes: Sequence
     return mean, std
 
 
-def clearly_better(mean: pd.Series, std: pd.Series, lower_is_better: bool = False
+def seed_values(rows: pd.DataFrame, scheme: str) -> dict[str, dict[int, float]]:
+    """algorithm -> {seed: value} of `rows` (columns experiment, algorithm, seed, value) on
+    one scheme: what the paired comparisons read."""
+    got: dict[str, dict[int, float]] = {}
+    for row in rows[rows["experiment"] == scheme].itertuples(index=False):
+        got.setdefault(str(row.algorithm), {})[int(row.seed)] = float(row.value)
+    return got
+
+
+def clearly_better(values: Mapping[str, Mapping[int, float]], lower_is_better: bool = False
                    ) -> pd.DataFrame:
-    """better[i, j]: algorithm i beats j by more than the seeds' spread of both, i.e. their
-    mean ± std intervals are apart (i's worse end beyond j's better end); False where
-    either has no number."""
-    sign = -1.0 if lower_is_better else 1.0
-    worst = sign * mean - std.fillna(0.0)  # i's end towards j
-    best = sign * mean + std.fillna(0.0)
-    values = worst.to_numpy()[:, None] > best.to_numpy()[None, :]
-    return pd.DataFrame(values, index=mean.index, columns=mean.index)
+    """better[i, j]: algorithm i beats j seed by seed, by the shared rule
+    (`clusterfl.reports.verdicts.compare`: the 95 % interval of the paired differences lies
+    above 0; unpaired, by Welch's interval, where their seeds differ); False where either has
+    no number."""
+    names = list(values)
+    better = pd.DataFrame(False, index=names, columns=names)
+    for i in names:
+        for j in names:
+            if i != j and values[i] and values[j]:
+                better.loc[i, j] = compare(values[i], values[j], lower_is_better).verdict == HOLDS
+    return better
 
 
-def ranks(mean: pd.DataFrame, std: pd.DataFrame, lower_is_better: bool = False
+def ranks(rows: pd.DataFrame, mean: pd.DataFrame, lower_is_better: bool = False
           ) -> pd.DataFrame:
-    """Rank of each algorithm per scheme, counting only differences beyond the seeds'
-    spread: 1 + the number of algorithms clearly better (`clearly_better`), so algorithms
-    within each other's noise share a rank (a missing cell has none); the column `average`
-    over the schemes it has."""
+    """Rank of each algorithm of `mean` (algorithms x schemes) per scheme, counting only
+    differences the seeds bear out: 1 + the number of algorithms clearly better
+    (`clearly_better` on `rows`' per-seed values), so algorithms within each other's noise
+    share a rank (a missing cell has none); the column `average` over the schemes it has."""
     ranked = pd.DataFrame(np.nan, index=mean.index, columns=mean.columns)
     for col in mean.columns:
-        has = mean[col].notna()
-        better = clearly_better(mean.loc[has, col], std.loc[has, col], lower_is_better)
+        has = [a for a in mean.index if not np.isnan(mean.loc[a, col])]
+        per_seed = seed_values(rows, col)
+        better = clearly_better({a: per_seed.get(a, {}) for a in has}, lower_is_better)
         ranked.loc[has, col] = 1.0 + better.sum(axis=0).to_numpy()
     ranked["average"] = ranked[list(mean.columns)].mean(axis=1)
     return ranked
 
 
-def clear_winner(mean: pd.Series, std: pd.Series, lower_is_better: bool = False
+def clear_winner(values: Mapping[str, Mapping[int, float]], lower_is_better: bool = False
                  ) -> str | None:
-    """The algorithm that beats every other of the scheme beyond the seeds' spread, if one
-    does (with a single algorithm, that one)."""
-    has = mean.notna()
-    better = clearly_better(mean[has], std[has], lower_is_better)
+    """The algorithm that beats every other of the scheme seed by seed (`clearly_better`),
+    if one does (with a single algorithm, that one)."""
+    has = {a: v for a, v in values.items() if v}
+    better = clearly_better(has, lower_is_better)
     wins = [a for a in better.index if int(better.loc[a].sum()) == len(better) - 1]
     return wins[0] if wins else None
 
@@ -63,18 +82,23 @@ def by_rank(ranked: pd.DataFrame, algorithms: Sequence[str]) -> list[str]:
 
 
 def leaderboard_markdown(mean: pd.DataFrame, std: pd.DataFrame, ranked: pd.DataFrame,
-                         titles: dict[str, str], lower_is_better: bool = False,
-                         digits: int = 2, families: dict[str, str] | None = None) -> str:
+                         rows: pd.DataFrame, titles: dict[str, str],
+                         lower_is_better: bool = False, digits: int = 2,
+                         families: dict[str, str] | None = None) -> str:
     """Rows algorithms, columns schemes: `mean ± std (rank)`, a shared rank written `=r`;
-    in bold only a scheme's clear winner (`clear_winner`: beyond the seeds' spread of every
-    other), and the average rank as the last column. With `families` (algorithm -> family),
-    a family column follows the algorithm's name and the rows go by average rank, best
-    first (ties in the given order)."""
+    in bold only a scheme's clear winner (`clear_winner` on `rows`' per-seed values: it beats
+    every other seed by seed), and the average rank as the last column. With `families`
+    (algorithm -> family), a family column follows the algorithm's name and the rows go by
+    average rank, best first (ties in the given order)."""
     order = by_rank(ranked, mean.index) if families is not None else list(mean.index)
     header = ["algorithm", *(["family"] if families is not None else []),
               *[titles.get(c, c) for c in mean.columns], "average rank"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    winners = {c: clear_winner(mean[c], std[c], lower_is_better) for c in mean.columns}
+    winners = {}
+    for c in mean.columns:
+        per_seed = seed_values(rows, c)
+        winners[c] = clear_winner({a: per_seed.get(a, {}) for a in mean.index
+                                   if not np.isnan(mean.loc[a, c])}, lower_is_better)
     for alg in order:
         cells = [alg, *([families.get(alg, "other")] if families is not None else [])]
         for col in mean.columns:

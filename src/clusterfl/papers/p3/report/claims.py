@@ -1,9 +1,10 @@
 """P3 Sec. 3.2's four claims (references.yaml `claims`), each checked with our numbers.
 
-Everything compares the final round's test accuracy over seeds (per modality where the claim
-is per modality), by the shared rule (`clusterfl.reports.verdicts`): "holds" when every
-comparison goes the claim's way by more than the seeds' spread, "does not hold" when one goes
-against it by more, "within noise" otherwise.
+Everything compares the final round's test accuracy (per modality where the claim is per
+modality), seed by seed, by the shared rule (`clusterfl.reports.verdicts`): each comparison
+is "wins on k of n seeds, mean paired difference (points) with its 95 % interval"; a claim
+holds when every comparison's interval lies above 0, does not hold when one lies below,
+within noise otherwise.
 
 With a `Selection` (rates chosen on a validation experiment, `selection.py`), the first row
 of each claim compares every method at its picked rate and mmFL with the grid that brackets
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from clusterfl.papers.p3.report.selection import Selection, rate_of
-from clusterfl.reports.verdicts import NOT_RUN, ClaimRow, Gap, claims_table, decide, gap
+from clusterfl.reports.verdicts import NOT_RUN, ClaimRow, Comparison, claims_table, compare, decide
 
 Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final per seed
 
@@ -36,10 +37,13 @@ def rate_pairs(finals: Finals, first: str, second: str) -> list[tuple[str, str]]
                                 if second + r in finals]
 
 
-def _cmp(finals: Finals, winner: str, loser: str, metric: str) -> Gap:
-    """'winner beats loser' on `metric`, in points."""
-    return gap([100 * v for v in finals[winner][metric]],
-               [100 * v for v in finals[loser][metric]])
+def _cmp(finals: Finals, winner: str, loser: str, metric: str) -> Comparison:
+    """'winner beats loser' on `metric`, in points, seed by seed."""
+    return compare(finals[winner][metric], finals[loser][metric], scale=100.0)
+
+
+def _said(comparison: Comparison) -> str:
+    return comparison.describe(unit="points")
 
 
 def check(finals: Finals, modalities: list[str], selection: Selection | None = None
@@ -75,15 +79,16 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
     for fl, alone in pairs:
         if not have(fl, alone):
             continue
-        gaps = [_cmp(finals, fl, alone, k) for k in per_mod]
+        cmps = [_cmp(finals, fl, alone, k) for k in per_mod]
         rate = f"{fl} vs {alone}: " if fl != "unimodal_fl" else ""
         if selection is not None and (fl, alone) == chosen:
             rate = (f"at the rates picked on {selection.validation} (FL "
                     f"{selection.describe('unimodal_fl')}, standalone "
                     f"{selection.describe('standalone')}): ")
-        text = rate + "; ".join(f"{m}: FL {mean(fl, k)} vs standalone {mean(alone, k)}"
-                                for m, k in zip(modalities, per_mod, strict=True))
-        rows.append(ClaimRow("fl_beats_standalone", text, decide(gaps)))
+        text = rate + "; ".join(f"{m}: FL {mean(fl, k)} vs standalone {mean(alone, k)}, FL "
+                                f"{_said(c)}"
+                                for m, k, c in zip(modalities, per_mod, cmps, strict=True))
+        rows.append(ClaimRow("fl_beats_standalone", text, decide(c.verdict for c in cmps)))
     fixed = [f for f in fixed_rates(finals) if have(f)]
     metas = ["mmfl"]
     if selection is not None:
@@ -94,19 +99,20 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
     for meta in metas:
         if not (have(meta) and fixed):
             continue
-        gaps = [_cmp(finals, meta, f, "test_acc") for f in fixed]
-        text = f"{meta} {mean(meta, 'test_acc')}; " + ", ".join(
-            f"{f} {mean(f, 'test_acc')}" for f in fixed)
+        cmps = [_cmp(finals, meta, f, "test_acc") for f in fixed]
+        text = f"{meta} {mean(meta, 'test_acc')}; " + "; ".join(
+            f"{f} {mean(f, 'test_acc')}: {meta} {_said(c)}"
+            for f, c in zip(fixed, cmps, strict=True))
         if selection is not None and meta == selection.grid:
             text = (f"grid around the fixed rate picked on {selection.validation} "
                     f"({selection.describe('mmfl')}): " + text)
-        rows.append(ClaimRow("meta_beats_fixed", text, decide(gaps)))
+        rows.append(ClaimRow("meta_beats_fixed", text, decide(c.verdict for c in cmps)))
     if have("mmfl", "unimodal_meta_fl"):
-        gaps = [_cmp(finals, "mmfl", "unimodal_meta_fl", k) for k in per_mod]
+        cmps = [_cmp(finals, "mmfl", "unimodal_meta_fl", k) for k in per_mod]
         text = "; ".join(f"{m}: mmfl {mean('mmfl', k)} vs unimodal meta-FL "
-                         f"{mean('unimodal_meta_fl', k)}" for m, k in zip(modalities, per_mod,
-                                                                          strict=True))
-        rows.append(ClaimRow("mmfl_beats_unimodal_meta", text, decide(gaps)))
+                         f"{mean('unimodal_meta_fl', k)}, mmfl {_said(c)}"
+                         for m, k, c in zip(modalities, per_mod, cmps, strict=True))
+        rows.append(ClaimRow("mmfl_beats_unimodal_meta", text, decide(c.verdict for c in cmps)))
     # the compared methods, not mmFL's own variants (mmfl_rest, mmfl_per_modality, ...); with
     # a selection, each family at its picked rate
     meta = metas[0]
@@ -117,14 +123,14 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
         others = [a for a in picked if a and have(a)] + [
             a for a in others if not any(a.startswith(f) for f in selection.picks)]
     if have(meta) and others:
-        gaps = [_cmp(finals, meta, a, "test_acc") for a in others]
+        cmps = [_cmp(finals, meta, a, "test_acc") for a in others]
         best = max(others, key=lambda a: np.mean(finals[a]["test_acc"]))
         text = (f"{meta} {mean(meta, 'test_acc')}; best other {best} "
-                f"{mean(best, 'test_acc')} (gap {min(g.diff for g in gaps):+.2f} points; "
-                "paper: about +7.18)")
+                f"{mean(best, 'test_acc')} (paper: about +7.18 points); {meta} against "
+                + "; ".join(f"{a}: {_said(c)}" for a, c in zip(others, cmps, strict=True)))
         if selection is not None:
             text = f"each method at its rate picked on {selection.validation}: " + text
-        rows.append(ClaimRow("mmfl_beats_others", text, decide(gaps)))
+        rows.append(ClaimRow("mmfl_beats_others", text, decide(c.verdict for c in cmps)))
     return rows
 
 
@@ -134,5 +140,6 @@ def claims_section(finals: Finals, modalities: list[str], references: Mapping[st
     if not rows:
         return [f"No claim of Sec. 3.2 has all its methods among `{experiment}`'s cells."]
     return [f"The paper's claims (Sec. 3.2) against `{experiment}` (final test accuracy %, "
-            "mean ± std over seeds where shown):", "",
+            "mean ± std over seeds; each comparison seed by seed: wins on k of n seeds, mean "
+            "paired difference in points with its 95 % interval):", "",
             *claims_table(rows, references.get("claims") or {})]

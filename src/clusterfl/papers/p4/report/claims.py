@@ -1,30 +1,44 @@
 """P4 Sec. 4's three claims (references.yaml `claims`), each with our numbers and a verdict by
-the shared rule (`clusterfl.reports.verdicts`): "holds" or "does not hold" only beyond the
-seeds' spread, "within noise" otherwise.
+the shared rule (`clusterfl.reports.verdicts`): seed by seed, "holds" or "does not hold" only
+where the 95 % interval excludes 0 (or the threshold) one way, "within noise" otherwise. The
+trials pair: trial s of every cell draws the same data (data seed `data_seed_offset` + s) and
+its own start from s.
 
 How each is read (ours; the paper states the claims from plots):
-- "lower loss": the final errors of PFL-TC and of PDL-TC against IFCA(grad)'s, per seed.
-- "significantly lower variance": the variance of the final errors over seeds, by a one-sided
-  F test at 5 % (ratio beyond the F quantile: holds / does not hold; else within noise).
-- "less sensitive to the initial weights": per seed, the change of the final error from the
-  smallest to the largest initial scale, in absolute terms, against IFCA(model)'s.
-- "inversely proportional to sqrt(N/K)": per seed, the slope of log(final error) on log(N/K);
-  holds when mean ± std of the slopes lies within 0.25 of -1/2, does not hold when it lies
-  wholly outside, within noise otherwise.
+- "lower loss": per trial, IFCA(grad)'s final error minus PFL-TC's and minus PDL-TC's.
+- "significantly lower variance": the variance of the final errors over trials, by the ratio
+  var(IFCA(model)) / var(ours) and its 95 % F interval (above 1: holds; below 1: does not
+  hold; else within noise); unpaired by nature (one variance per method).
+- "less sensitive to the initial weights": per trial, the change of the final error from the
+  smallest to the largest initial scale, in absolute terms, against IFCA(model)'s change at
+  the same trial.
+- "inversely proportional to sqrt(N/K)": per trial, the slope of log(final error) on log(N/K);
+  holds when the 95 % interval of the mean slope lies within 0.25 of -1/2, does not hold when
+  it lies wholly outside, within noise otherwise.
 """
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from clusterfl.reports.verdicts import FAILS, HOLDS, NOISE, ClaimRow, claims_table, decide, gap
+from clusterfl.reports.verdicts import (
+    FAILS,
+    HOLDS,
+    NOISE,
+    ClaimRow,
+    band,
+    claims_table,
+    close,
+    compare,
+    decide,
+    variance_ratio,
+)
 
 FIG1 = ("p4_fig1", "p4_fig1_n100")
 OURS = ("pfl_tc", "pdl_tc")
 RATE_BAND = 0.25  # |slope + 1/2| counted as the claimed rate
-F_LEVEL = 0.95
 
 Finals = Mapping[tuple[str, str], Mapping[str, list[float]]]
 
@@ -40,22 +54,10 @@ def below(final: Finals, exp: str, baseline: str) -> tuple[str, str] | None:
     if not base or not all(ours.values()):
         return None
     numbers = ", ".join(f"{a} {np.mean(v):.4g} ± {np.std(v):.2g}" for a, v in ours.items())
-    verdict = decide([gap(v, base, lower_is_better=True) for v in ours.values()])
-    return f"{exp}: {numbers}; {baseline} {np.mean(base):.4g} ± {np.std(base):.2g}", verdict
-
-
-def variance_verdict(ours: Sequence[float], other: Sequence[float]) -> str:
-    """'ours has lower variance than other' by a one-sided F test at F_LEVEL."""
-    var_a, var_b = float(np.var(ours, ddof=1)), float(np.var(other, ddof=1))
-    if var_b > var_a * stats.f.ppf(F_LEVEL, len(other) - 1, len(ours) - 1):
-        return HOLDS
-    if var_a > var_b * stats.f.ppf(F_LEVEL, len(ours) - 1, len(other) - 1):
-        return FAILS
-    return NOISE
-
-
-def _combine(verdicts: Sequence[str]) -> str:
-    return HOLDS if all(v == HOLDS for v in verdicts) else FAILS if FAILS in verdicts else NOISE
+    cmps = {a: compare(v, base, lower_is_better=True) for a, v in ours.items()}
+    said = "; ".join(f"{a} {c.describe('+.4g')}" for a, c in cmps.items())
+    return (f"{exp}: {numbers}; {baseline} {np.mean(base):.4g} ± {np.std(base):.2g}; "
+            f"below {baseline}: {said}", decide(c.verdict for c in cmps.values()))
 
 
 def lower_variance(final: Finals, exp: str, baseline: str) -> tuple[str, str] | None:
@@ -64,25 +66,30 @@ def lower_variance(final: Finals, exp: str, baseline: str) -> tuple[str, str] | 
     if len(base) < 2 or not all(len(v) >= 2 for v in ours.values()):
         return None
     numbers = ", ".join(f"{a} std {np.std(v, ddof=1):.4g}" for a, v in ours.items())
-    verdict = _combine([variance_verdict(v, base) for v in ours.values()])
-    return f"{exp}: {numbers}; {baseline} std {np.std(base, ddof=1):.4g}", verdict
+    ratios = {a: variance_ratio(v, base) for a, v in ours.items()}
+    said = "; ".join(f"{a} {r.describe()}" for a, r in ratios.items())
+    return (f"{exp}: {numbers}; {baseline} std {np.std(base, ddof=1):.4g}; {baseline} over "
+            f"ours: {said}", decide(r.verdict for r in ratios.values()))
 
 
 def init_sensitivity(final: Finals, sweep: Mapping[float, list[tuple[str, str]]],
                      baseline: str = "ifca_model") -> tuple[str, str] | None:
-    """Per seed, final error at the largest initial scale minus at the smallest, in absolute
-    terms; held when each of OURS changes less than `baseline`, beyond the seeds' spread."""
+    """Per trial, final error at the largest initial scale minus at the smallest, in absolute
+    terms; held when each of OURS changes less than `baseline`, trial by trial."""
     lo, hi = min(sweep), max(sweep)
-    change, text = {}, []
+    change: dict[str, list[float]] = {}
+    text = []
     for alg in (*OURS, baseline):
         ends = [_errors(final, next((e for e, a in sweep[v] if a == alg), None), alg)
                 for v in (lo, hi)]
         if not ends[0] or len(ends[0]) != len(ends[1]):
             return None
-        change[alg] = np.subtract(ends[1], ends[0])
+        change[alg] = [hi_ - lo_ for lo_, hi_ in zip(ends[0], ends[1], strict=True)]
         text.append(f"{alg} {np.mean(ends[0]):.4g} → {np.mean(ends[1]):.4g}")
-    verdict = decide([gap(change[a], change[baseline], lower_is_better=True) for a in OURS])
-    return f"final error at s = {lo:g} → {hi:g}: " + ", ".join(text), verdict
+    cmps = {a: compare(change[a], change[baseline], lower_is_better=True) for a in OURS}
+    said = "; ".join(f"{a} {c.describe('+.4g')}" for a, c in cmps.items())
+    return (f"final error at s = {lo:g} → {hi:g}: " + ", ".join(text)
+            + f"; change below {baseline}'s: {said}", decide(c.verdict for c in cmps.values()))
 
 
 def seed_slopes(final: Finals, sweep: Mapping[float, list[tuple[str, str]]],
@@ -104,12 +111,10 @@ def rate(final: Finals, sweep: Mapping[float, list[tuple[str, str]]], name: str,
     values, slopes = seed_slopes(final, sweep, algorithm)
     if not slopes:
         return None
-    mean, spread = float(np.mean(slopes)), float(np.std(slopes))
-    lo, hi = mean - spread, mean + spread
-    verdict = (HOLDS if lo >= -0.5 - RATE_BAND and hi <= -0.5 + RATE_BAND else
-               FAILS if hi < -0.5 - RATE_BAND or lo > -0.5 + RATE_BAND else NOISE)
-    return (f"{name}: log-log slope {mean:.2f} ± {spread:.2f} over seeds, N/K = "
-            f"{[f'{v:g}' for v in values]}"), verdict
+    got = band(slopes, -0.5 - RATE_BAND, -0.5 + RATE_BAND)
+    return (f"{name}: log-log slope {np.mean(slopes):.2f} ± {np.std(slopes):.2f} over seeds, "
+            f"N/K = {[f'{v:g}' for v in values]}; {got.describe('+.2f', what='mean slope')}"
+            ), got.verdict
 
 
 def check(final: Finals, sweeps: Mapping[str, Any]) -> list[ClaimRow]:
@@ -138,26 +143,31 @@ def claims_section(final: Finals, sweeps: Mapping[str, Any],
                 f"can be checked on this suite's cells: they need {', '.join(FIG1)} with "
                 f"{', '.join(OURS)} and IFCA(grad) / IFCA(model), the initial-scale sweeps or "
                 "the p4_fig2_* sweep, which the `paper` suite trains."]
-    return ["The paper's claims (Sec. 4) against our runs (means ± std over seeds; the verdict "
-            "rules are in `papers/p4/report/claims.py`):", "", *claims_table(rows, claims)]
+    return ["The paper's claims (Sec. 4) against our runs (means ± std over seeds; each "
+            "comparison trial by trial: wins on k of n seeds, mean paired difference with its "
+            "95 % interval; the verdict rules are in `papers/p4/report/claims.py`):", "",
+            *claims_table(rows, claims)]
 
 
 # -- beyond the paper: real data (Fashion-MNIST rotations) -----------------------------------
-# Verdict rules (ours): "finds the clusters" holds when the final ARI (mean over seeds) is
-# >= 0.9, "early rounds only" when only the peak of the seed-mean ARI curve is; accuracies
-# compare means over seeds of the last round, "within 1 point" of the oracle counting as equal.
+# Verdict rules (ours), by the shared module: "finds the clusters" holds when the 95 % interval
+# of the final ARI over seeds lies at or above 0.9, does not hold when it lies below ("early
+# rounds only" when the peak of the seed-mean ARI curve reaches 0.9), within noise otherwise;
+# accuracies compare the last round seed by seed: "within 1 point" of the oracle when the
+# interval of the paired difference lies within ±1 point, "above / below" the oracle or a
+# baseline only where the interval lies wholly on that side (beyond the point for the oracle).
 ORACLE_NN = "oracle_fedavg"
 BASELINES_NN = ("ifca_nn", "pfedkm_nn")
 FOUND = 0.9
+EQUAL = 1.0  # points: "within 1 point" of the oracle
 
 
 def _ours_nn(algorithm: str) -> bool:
     return algorithm.startswith(("pfl_tc", "pdl_tc"))
 
 
-def _acc(finals: Finals, exp: str, alg: str) -> float | None:
-    values = finals.get((exp, alg), {}).get("acc", [])
-    return float(np.mean(values)) if values else None
+def _accs(finals: Finals, exp: str, alg: str) -> list[float]:
+    return list(finals.get((exp, alg), {}).get("acc", []))
 
 
 def recovery(final: Mapping[str, list[float]], alg: str) -> tuple[str, str] | None:
@@ -165,34 +175,44 @@ def recovery(final: Mapping[str, list[float]], alg: str) -> tuple[str, str] | No
         return None
     curve = final["ari_curve"]
     peak = int(np.argmax(curve))
+    found = band(final["ari"], FOUND, math.inf)
     numbers = (f"{alg}: final ARI {np.mean(final['ari']):.3f}, mean over rounds "
-               f"{np.mean(final['ari_mean']):.3f}, peak {curve[peak]:.3f} (round {peak + 1})")
-    last = float(np.mean(final["ari"]))
-    verdict = ("holds" if last >= FOUND else
-               "early rounds only" if curve[peak] >= FOUND else "does not hold")
+               f"{np.mean(final['ari_mean']):.3f}, peak {curve[peak]:.3f} (round {peak + 1}); "
+               f"{found.describe('.3f', what='final ARI')}")
+    verdict = found.verdict
+    if verdict == FAILS and curve[peak] >= FOUND:
+        verdict = "early rounds only"
     return numbers, verdict
 
 
 def against_oracle(finals: Finals, exp: str, alg: str) -> tuple[str, str] | None:
-    ours, oracle = _acc(finals, exp, alg), _acc(finals, exp, ORACLE_NN)
-    if ours is None or oracle is None:
+    ours, oracle = _accs(finals, exp, alg), _accs(finals, exp, ORACLE_NN)
+    if not ours or not oracle:
         return None
-    gap = ours - oracle
-    verdict = ("within 1 point" if abs(gap) <= 1 else
-               f"{'above' if gap > 0 else 'below'} by {abs(gap):.1f} points")
-    return f"{alg} {ours:.2f}%, {ORACLE_NN} {oracle:.2f}%", verdict
+    got = close(ours, oracle, EQUAL)
+    mean = got.estimate.mean
+    verdict = (f"within {EQUAL:g} point" if got.verdict == HOLDS else
+               f"{'above' if mean > 0 else 'below'} by {abs(mean):.1f} points"
+               if got.verdict == FAILS else NOISE)
+    return (f"{alg} {np.mean(ours):.2f}%, {ORACLE_NN} {np.mean(oracle):.2f}%; "
+            f"{got.describe(unit='points', what='mean paired difference')}", verdict)
 
 
 def against_baselines(finals: Finals, exp: str, alg: str) -> tuple[str, str] | None:
-    ours = _acc(finals, exp, alg)
-    base = {b: v for b in BASELINES_NN if (v := _acc(finals, exp, b)) is not None}
-    if ours is None or not base:
+    ours = _accs(finals, exp, alg)
+    base = {b: _accs(finals, exp, b) for b in BASELINES_NN}
+    base = {b: v for b, v in base.items() if v}
+    if not ours or not base:
         return None
-    numbers = f"{alg} {ours:.2f}%; " + ", ".join(f"{b} {v:.2f}%" for b, v in base.items())
-    above = [b for b, v in base.items() if ours > v]
-    verdict = ("above all" if len(above) == len(base) else
-               "below all" if not above else "above " + ", ".join(above) + " only")
-    return numbers, verdict
+    cmps = {b: compare(ours, v) for b, v in base.items()}
+    numbers = (f"{alg} {np.mean(ours):.2f}%; " + ", ".join(
+        f"{b} {np.mean(v):.2f}%" for b, v in base.items()) + "; " + "; ".join(
+        f"against {b}: {c.describe(unit='points')}" for b, c in cmps.items()))
+    sides = {b: {HOLDS: "above", FAILS: "below"}.get(c.verdict, "within noise of")
+             for b, c in cmps.items()}
+    if len(set(sides.values())) == 1:
+        return numbers, f"{next(iter(sides.values()))} all"
+    return numbers, ", ".join(f"{side} {b}" for b, side in sides.items())
 
 
 def real_claims_section(finals: Finals) -> list[str]:
@@ -209,5 +229,7 @@ def real_claims_section(finals: Finals) -> list[str]:
     if not rows:
         return []
     lines = ["Beyond the paper (real data): PFL-TC / PDL-TC against the true clusters and the "
-             "baselines:", "", "| question | experiment | ours | verdict |", "|---|---|---|---|"]
+             "baselines (seed by seed, 95 % intervals; the rules are in "
+             "`papers/p4/report/claims.py`):", "",
+             "| question | experiment | ours | verdict |", "|---|---|---|---|"]
     return lines + [f"| {q} | {e} | {n} | {v} |" for q, e, n, v in rows]
