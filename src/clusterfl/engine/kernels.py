@@ -6,8 +6,9 @@
   step reads and writes each weight once. On the 2-core CPU it runs the DNN at ~80% of a large
   GEMM's FLOP rate and 3-6x faster than `VmapKernel` (docs/engine.md).
 - `VmapKernel`: any `nn.Module`, via `torch.func.vmap(grad(loss))` over the stacked models.
+- `ConvKernel` (`conv.py`): conv blocks and a Linear-ReLU head; `choose.make_kernel` picks.
 
-Both see a batch as x[G, B, ...], y[G, B] and per-sample weights w[G, B] (1/count for real
+All see a batch as x[G, B, ...], y[G, B] and per-sample weights w[G, B] (1/count for real
 samples, 0 for padding, times the plan's sample weights if it has any), so the loss each
 client sees is the (weighted) mean over its real samples. The loss is `losses.sample_loss`:
 by default cross-entropy for class labels, squared error for float regression targets; a
@@ -16,7 +17,7 @@ kernel built with `loss` (one of `losses.LOSSES`) uses that loss on class labels
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -26,7 +27,6 @@ from clusterfl.engine.losses import loss_grad, sample_loss
 from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
 from clusterfl.types import Tensors
 
-KernelName = Literal["auto", "bmm", "vmap"]
 Visit = Callable[[int, torch.Tensor, torch.Tensor], None]  # (layer, dz, its input)
 
 
@@ -97,7 +97,11 @@ def linear_relu_layers(model: nn.Module) -> list[tuple[str, str]] | None:
     """(weight, bias) names of a `Sequential([Flatten], Linear, (ReLU, Linear)*)`, else None."""
     if not isinstance(model, nn.Sequential):
         return None
-    mods = list(model.named_children())
+    return linear_relu_stack(list(model.named_children()))
+
+
+def linear_relu_stack(mods: list[tuple[str, nn.Module]]) -> list[tuple[str, str]] | None:
+    """(weight, bias) names of named modules `[Flatten], Linear, (ReLU, Linear)*`, else None."""
     if mods and isinstance(mods[0][1], nn.Flatten):
         mods = mods[1:]
     if len(mods) % 2 == 0:
@@ -144,12 +148,14 @@ class BmmKernel:
         return logits if self.matmul_dtype is None else logits.float()
 
     def _backward(self, params: Tensors, batch: Batch, visit: Visit,
-                  first: torch.Tensor | None = None) -> None:
+                  first: torch.Tensor | None = None, input_grad: bool = False
+                  ) -> torch.Tensor | None:
         """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
         dz [G, B, out] of the weighted loss at the layer's output and its input h_in.
 
         The gradient flowing to the layer below is computed before `visit`, so `visit` may
-        overwrite the layer's weights (the fused update does).
+        overwrite the layer's weights (the fused update does). `input_grad`: also return the
+        gradient at the input x (`ConvKernel`'s features; the data need none).
         """
         hs = self._forward(params, batch.x, first)
         logits = hs.pop()
@@ -162,9 +168,12 @@ class BmmKernel:
             if i > 0:
                 below = torch.bmm(self._mm(dz), self._mm(params[self.layers[i][0]]))
                 below = torch.ops.aten.threshold_backward(below, h_in, 0)
+            elif input_grad:  # float32 only: the conv kernel has no bf16 GEMMs
+                below = torch.bmm(dz, params[self.layers[0][0]])
             visit(i, dz, h_in)
             if below is not None:
                 dz = below
+        return dz if input_grad else None
 
     def _weight_grad(self, dz: torch.Tensor, h_in: torch.Tensor, like: torch.Tensor
                      ) -> torch.Tensor:
@@ -176,19 +185,28 @@ class BmmKernel:
 
     def grads(self, params: Tensors, batch: Batch) -> Tensors:
         out: Tensors = {}
+        self._backward(params, batch, self.grads_visit(params, out))
+        return out
+
+    def grads_visit(self, params: Tensors, out: Tensors) -> Visit:
+        """A `_backward` visit that writes each layer's gradients into `out`."""
 
         def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
             wn, bn = self.layers[i]
             out[wn] = self._weight_grad(dz, h_in, params[wn])
             out[bn] = self._bias_grad(dz, params[bn])
 
-        self._backward(params, batch, visit)
-        return out
+        return visit
 
     def descend_(
         self, params: Tensors, batch: Batch, lr: float, decay: Coef, anchor: Tensors | None,
         pull: Coef,
     ) -> None:
+        self._backward(params, batch, self.descend_visit(params, lr, decay, anchor, pull))
+
+    def descend_visit(self, params: Tensors, lr: float, decay: Coef, anchor: Tensors | None,
+                      pull: Coef) -> Visit:
+        """A `_backward` visit that applies `descend_`'s update to each layer in turn."""
         # A scalar shrink rides on baddbmm's beta; a per-client one needs its own pass.
         scalar = not isinstance(decay, torch.Tensor)
         beta = 1.0 if isinstance(decay, torch.Tensor) else 1.0 - decay
@@ -209,8 +227,7 @@ class BmmKernel:
                 if anchor is not None:
                     shrink_and_pull_(w, 1.0, anchor[name], pull)
 
-        self._backward(params, batch, visit)
-
+        return visit
 
     def descend_lazy_first_(self, params: Tensors, batch: Batch, lr: float,
                             first: torch.Tensor, first_grad: torch.Tensor) -> None:
@@ -231,19 +248,4 @@ class BmmKernel:
         self._backward(params, batch, visit, first)
 
 
-def make_kernel(model: nn.Module, kind: KernelName = "auto", loss: str | None = None,
-                matmul_dtype: torch.dtype | None = None) -> Kernel:
-    """The bmm kernel for Linear-ReLU stacks (faster, see module doc), else vmap; `loss`:
-    `losses.sample_loss`'s (None: by the labels' dtype); `matmul_dtype`: bf16 GEMMs, bmm only."""
-    layers = linear_relu_layers(model)
-    if kind == "bmm" and layers is None:
-        raise ValueError("the bmm kernel needs a Sequential([Flatten], Linear, (ReLU, Linear)*)")
-    if kind == "vmap" or layers is None:
-        if matmul_dtype is not None:
-            raise ValueError("precision bf16: only for the bmm kernel (Linear-ReLU stacks); "
-                             "use fp32 or tf32 for other models")
-        return VmapKernel(model, loss)
-    return BmmKernel(layers, loss, matmul_dtype)
-
-
-__all__ = ["Batch", "BmmKernel", "BoundOracle", "GradOracle", "Kernel", "VmapKernel", "make_kernel"]
+__all__ = ["Batch", "BmmKernel", "BoundOracle", "GradOracle", "Kernel", "VmapKernel"]
