@@ -38,6 +38,9 @@ def _int_list(text: str) -> list[int]:
 
 
 ModelsOpt = Annotated[str, typer.Option(help="Comma-separated models: mlr, dnn.")]
+EngineModelsOpt = Annotated[str, typer.Option(
+    help="Comma-separated models: mlr, dnn, and the CNN rows p1_cnn (P1's CIFAR-10 CNN), "
+         "p2_cnn (P2's letters CNN), pfllib_cnn (PFLlib's FedAvgCNN on CIFAR-10).")]
 
 
 def _print_grid(threads: int | None, clients: str, models: str, bench: Any) -> None:
@@ -54,15 +57,18 @@ def _print_grid(threads: int | None, clients: str, models: str, bench: Any) -> N
 def engine(
     clients: Annotated[str, typer.Option(
         help="Comma-separated numbers of clients, e.g. 10,40,100.")] = "40",
-    models: ModelsOpt = "mlr,dnn",
-    batch: Annotated[int, typer.Option(help="Batch size of every local step.")] = 20,
+    models: EngineModelsOpt = "mlr,dnn,p1_cnn,p2_cnn,pfllib_cnn",
+    batch: Annotated[int | None, typer.Option(
+        help="Batch size of every local step (default: 20 for mlr and dnn, each CNN's own: "
+             "20, 5, 10).")] = None,
     local_steps: Annotated[int, typer.Option(help="Local steps per client.")] = 10,
     repeats: Annotated[int, typer.Option(help="Timed repeats per engine (best is kept).")] = 5,
     device: DeviceOpt = "cpu",
     threads: ThreadsOpt = None,
     seed: SeedOpt = 0,
 ) -> None:
-    """Client-steps/s of the vectorized engine vs the per-client loop, and GEMM fraction."""
+    """Client-steps/s of the vectorized engine vs vmap and the per-client loop, FLOPs per
+    client-step and GEMM fraction (the CNN rows take minutes: the loop is slow)."""
     from clusterfl.bench.cpu import bench_engine
 
     _print_grid(threads, clients, models, lambda model, n: bench_engine(

@@ -25,6 +25,17 @@ def test_training_flops_of_the_dnn():
     assert training_flops_per_sample(model) == 4 * (784 * 128 + 128 * 10) + 2 * 128 * 10
 
 
+def test_training_flops_of_the_cnns_count_every_convolution():
+    model = build_model("cnn", (3, 32, 32), 10, {"channels": [32, 64], "kernel_size": 5,
+                                                 "padding": 2, "hidden": 512})
+    conv1, conv2 = 32 * 32 * 32 * 3 * 25, 16 * 16 * 64 * 32 * 25  # Ho*Wo*Cout*Cin*k*k
+    fc1, fc2 = 64 * 8 * 8 * 512, 512 * 10
+    macs = conv1 + conv2 + fc1 + fc2
+    assert training_flops_per_sample(model, (3, 32, 32)) == 4 * macs + 2 * (macs - conv1)
+    pfllib = build_model("cnn", (3, 32, 32), 10, {"padding": 0})  # FedAvgCNN: dim 1600
+    assert pfllib[7].in_features == 1600
+
+
 def test_engine_command_prints_one_json_object_per_model_and_size():
     result = CliRunner().invoke(bench_app, [
         "engine", "--clients", "2,3", "--models", "mlr", "--batch", "2", "--local-steps", "1",
@@ -38,6 +49,18 @@ def test_engine_command_prints_one_json_object_per_model_and_size():
         # (speedup is rounded to 2 decimals and the rates to 1: allow that rounding)
         assert r["gemm_fraction"] == pytest.approx(r["engine_gflops"] / r["gemm_gflops"],
                                                    abs=1e-3)  # both rounded
+
+
+def test_engine_command_runs_a_cnn_row_on_the_conv_kernel_at_its_own_batch():
+    result = CliRunner().invoke(bench_app, [
+        "engine", "--clients", "2", "--models", "pfllib_cnn", "--local-steps", "1",
+        "--repeats", "1"])
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in result.output.splitlines()]
+    assert row["kernel"] == "ConvKernel" and row["batch"] == 10
+    model = build_model("cnn", (3, 32, 32), 10, {"padding": 0})
+    assert row["flops_per_client_step"] == 10 * training_flops_per_sample(model, (3, 32, 32))
+    assert row["engine_client_steps_per_s"] > 0 and row["vmap_client_steps_per_s"] > 0
 
 
 def test_adam_command_times_both_paths_on_the_models_parameters():

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from clusterfl.bench.cpu import synthetic_clients
-from clusterfl.bench.gpu import plain_sgd_steps, precision_effect
-from clusterfl.engine import ReferenceEngine, Sgd, make_plan
+from clusterfl.bench.gpu import plain_cnn_steps, plain_sgd_steps, precision_effect
+from clusterfl.engine import ClientData, ReferenceEngine, Sgd, make_plan
 from clusterfl.training.models import build_model
 from tests.engine.conftest import stacked_params
 
@@ -35,6 +35,27 @@ def test_the_plain_step_is_sgd_on_the_mean_cross_entropy():
     for k in ref:
         torch.testing.assert_close(plain[k], ref[k], rtol=1e-4, atol=1e-6)
         assert not torch.equal(plain[k], params[k])
+
+
+@pytest.mark.parametrize("padding", [0, 1])
+def test_the_plain_cnn_step_is_sgd_on_the_mean_cross_entropy(padding):
+    rng = np.random.default_rng(0)
+    parts = [(rng.random((12, 3, 12, 12), dtype=np.float32), rng.integers(0, 4, 12))
+             for _ in range(3)]
+    data = ClientData.from_lists(parts, parts)
+    model = build_model("cnn", (3, 12, 12), 4, {"channels": [2, 3], "kernel_size": 3,
+                                                "padding": padding, "hidden": 5})
+    params = stacked_params(model, 3)
+    plan = make_plan(data.train_n.numpy(), 4, rng, local_steps=3)
+    flat = (plan.index + torch.arange(3).view(1, -1, 1) * data.train_x.shape[1]).flatten()
+    xs = data.train_x.flatten(0, 1)[flat].view(*plan.index.shape, 3, 12, 12)
+    ys = data.train_y.flatten()[flat].view(plan.index.shape)
+    plain = {k: v.clone().requires_grad_() for k, v in params.items()}
+    plain_cnn_steps(plain, xs, ys, 0.05, padding)
+    ref = ReferenceEngine(model, data).train(params, torch.arange(3), Sgd(lr=0.05), plan)
+    for k in ref:
+        torch.testing.assert_close(plain[k].detach(), ref[k], rtol=1e-4, atol=1e-6)
+        assert not torch.equal(plain[k].detach(), params[k])
 
 
 def test_precision_effect_reports_each_precision_against_fp32(tmp_path):
@@ -66,8 +87,8 @@ def test_bench_gpu_runs_without_cuda_and_without_mlflow_dvc_mlxtend(tmp_path):
     if not torch.cuda.is_available():
         assert cuda and all(r == {"bench": r["bench"], "device": "cuda",
                                   "skipped": "no CUDA device"} for r in cuda)
-        assert {r["bench"] for r in cuda} == {"gemm", "engine", "precision", "round", "cell",
-                                              "precision_effect"}
+        assert {r["bench"] for r in cuda} == {"gemm", "engine", "cnn", "precision", "round",
+                                              "cell", "precision_effect"}
     cpu = {(r["bench"], r.get("algorithm")): r for r in rows if r.get("device") == "cpu"}
     assert cpu[("engine", None)]["engine_client_steps_per_s"] > 0
     assert cpu[("engine", None)]["plain_client_steps_per_s"] > 0

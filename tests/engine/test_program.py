@@ -151,7 +151,7 @@ def test_the_lazy_first_layer_is_the_same_sgd(model_name, weighted):
 
 
 def test_the_lazy_first_layer_only_where_it_is_the_same_sgd_and_pays():
-    from clusterfl.engine.kernels import make_kernel
+    from clusterfl.engine.choose import make_kernel
     from clusterfl.engine.program import LAZY_MAX_RATIO, lazy_first_layer
 
     model = MODELS["dnn"]()

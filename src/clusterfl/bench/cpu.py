@@ -1,8 +1,9 @@
 """Benchmarks of the local-training engine; each returns a JSON-ready dict.
 
-- `bench_engine`: local training of C clients (Fashion-MNIST-shaped data), vectorized engine
-  (its chosen kernel, and vmap for comparison) against the per-client reference loop, and a
-  large square float32 GEMM measured in the same process as the machine's yardstick.
+- `bench_engine`: local training of C clients (Fashion-MNIST-shaped data; images of the
+  papers' shapes for the CNN rows, `CNN_ROWS`), vectorized engine (its chosen kernel, and vmap
+  for comparison) against the per-client reference loop, and a large square float32 GEMM
+  measured in the same process as the machine's yardstick.
 - `bench_round`: whole rounds (local work, server step, evaluation of every client) of a
   setting any peer framework can reproduce; see `round_setting`.
 
@@ -30,10 +31,20 @@ from clusterfl.engine import (
     VectorizedEngine,
     make_plan,
 )
-from clusterfl.engine.kernels import linear_relu_layers
 from clusterfl.training.models import build_model, init_params
 
 FEATURES, CLASSES = 784, 10
+# `bench engine`'s CNN rows, each our `cnn` as its source trains it: (input shape, classes,
+# model options, batch size). P1's CIFAR-10 CNN (p1_cifar10_cnn, batch 20), P2's EMNIST
+# letters CNN (p2_letters_*, batch 5) and PFLlib's FedAvgCNN (its models.py: conv5x5(32),
+# pool, conv5x5(64), pool, fc 512, fc; no padding, dim 1600 on CIFAR-10; its leaderboard's
+# batch 10).
+P2_CNN = {"channels": [32, 64], "kernel_size": 5, "padding": 2, "hidden": 512}
+CNN_ROWS: dict[str, tuple[tuple[int, ...], int, dict[str, Any], int]] = {
+    "p1_cnn": ((3, 32, 32), 10, P2_CNN, 20),
+    "p2_cnn": ((1, 28, 28), 26, P2_CNN, 5),
+    "pfllib_cnn": ((3, 32, 32), 10, {**P2_CNN, "padding": 0}, 10),
+}
 
 
 def best_seconds(fn: Callable[[], Any], repeats: int, warmup: int = 1) -> float:
@@ -54,31 +65,55 @@ def gemm_gflops(n: int = 2048, repeats: int = 5) -> float:
     return 2 * n**3 / best_seconds(lambda: a @ b, repeats) / 1e9
 
 
-def training_flops_per_sample(model: nn.Module) -> int:
-    """FLOPs of one sample's forward and backward through a Linear-ReLU stack.
+def training_flops_per_sample(model: nn.Module, shape: tuple[int, ...] = (FEATURES,)) -> int:
+    """FLOPs of one sample's forward and backward through the model's Linear and Conv2d
+    layers, for inputs of `shape`.
 
-    Per layer in->out: 2*in*out forward, 2*in*out for the weight gradient, and 2*in*out for the
-    input gradient except at the first layer (no gradient is needed for the data). Biases,
-    softmax and ReLU are left out: they are a fraction of a percent here.
+    Per layer, with m its multiply-adds per sample (in*out for a Linear, Ho*Wo*Cout*Cin*k*k
+    for a convolution): 2m forward, 2m for the weight gradient, and 2m for the input gradient
+    except at the first layer (no gradient is needed for the data). Biases, softmax, ReLU
+    and pooling are left out: a few percent at most here.
     """
-    layers = linear_relu_layers(model)
-    if layers is None:
-        raise ValueError("FLOPs are counted for Linear-ReLU stacks only")
-    params = dict(model.named_parameters())
-    sizes = [params[w].numel() for w, _ in layers]
-    return 4 * sum(sizes) + 2 * sum(sizes[1:])
+    macs: list[int] = []
+
+    def count(module: nn.Module, inputs: Any, out: torch.Tensor) -> None:
+        assert isinstance(module, nn.Linear | nn.Conv2d)
+        macs.append(out[0].numel() * module.weight[0].numel())
+
+    hooks = [m.register_forward_hook(count) for m in model.modules()
+             if isinstance(m, nn.Linear | nn.Conv2d)]
+    try:
+        with torch.no_grad():
+            model(torch.zeros(1, *shape, device=next(model.parameters()).device))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return 4 * sum(macs) + 2 * sum(macs[1:])
 
 
 def synthetic_clients(
-    clients: int, per_client: int, rng: np.random.Generator, device: str = "cpu"
+    clients: int, per_client: int, rng: np.random.Generator, device: str = "cpu",
+    shape: tuple[int, ...] = (FEATURES,), classes: int = CLASSES,
 ) -> ClientData:
-    """Fashion-MNIST-shaped random clients (784 features in [0, 1), 10 classes)."""
+    """Random clients: features in [0, 1) of `shape` (Fashion-MNIST's by default), labels
+    of `classes` classes."""
     parts = [
-        (rng.random((per_client, FEATURES), dtype=np.float32),
-         rng.integers(0, CLASSES, per_client))
+        (rng.random((per_client, *shape), dtype=np.float32),
+         rng.integers(0, classes, per_client))
         for _ in range(clients)
     ]
     return ClientData.from_lists(parts, parts, device)
+
+
+def model_row(model_name: str, hidden: int = 128
+              ) -> tuple[nn.Module, tuple[int, ...], int | None]:
+    """A benchmark model by name (`mlr`, `dnn` or a `CNN_ROWS` key), its input shape, and
+    its own batch size (None: the benchmark's)."""
+    if model_name in CNN_ROWS:
+        shape, classes, options, batch = CNN_ROWS[model_name]
+        return build_model("cnn", shape, classes, options), shape, batch
+    hidden_units = {"hidden": hidden} if model_name == "dnn" else None
+    return build_model(model_name, (FEATURES,), CLASSES, hidden_units), (FEATURES,), None
 
 
 def engine_problem(
@@ -88,9 +123,10 @@ def engine_problem(
     """The engine benchmarks' round: random clients, the model (on `device`), every client's
     starting copy of it, the clients' ids and a plan of `local_steps` batches of `batch`."""
     rng = np.random.default_rng(seed)
-    data = synthetic_clients(clients, batch * local_steps, rng, device)
-    options = {"hidden": hidden} if model_name == "dnn" else None
-    model = build_model(model_name, (FEATURES,), CLASSES, options).to(device)
+    model, shape, _ = model_row(model_name, hidden)
+    classes = CNN_ROWS[model_name][1] if model_name in CNN_ROWS else CLASSES
+    data = synthetic_clients(clients, batch * local_steps, rng, device, shape, classes)
+    model = model.to(device)
     g = torch.Generator().manual_seed(seed)
     start = {k: v.unsqueeze(0).repeat(clients, *[1] * v.dim()).to(device)
              for k, v in init_params(model, g).items()}
@@ -99,11 +135,13 @@ def engine_problem(
 
 
 def bench_engine(
-    model_name: str, clients: int = 40, batch: int = 20, local_steps: int = 10,
+    model_name: str, clients: int = 40, batch: int | None = None, local_steps: int = 10,
     repeats: int = 5, reference_repeats: int = 3, hidden: int = 128, seed: int = 0,
     device: str = "cpu",
 ) -> dict[str, Any]:
-    """Client-steps per second of each engine on one round's local training."""
+    """Client-steps per second of each engine on one round's local training. `batch` None:
+    20 for mlr and dnn, a CNN row's own (`CNN_ROWS`)."""
+    batch = batch or model_row(model_name, hidden)[2] or 20
     data, model, start, who, plan = engine_problem(model_name, clients, batch, local_steps,
                                                    hidden, seed, device)
     rule = Sgd(lr=0.05)
@@ -117,7 +155,7 @@ def bench_engine(
     vmap_rate = rate(VectorizedEngine(model, data, "vmap"), repeats)
     reference_rate = rate(ReferenceEngine(model, data), reference_repeats)
     gemm = gemm_gflops()
-    flops = training_flops_per_sample(model) * batch
+    flops = training_flops_per_sample(model, tuple(data.train_x.shape[2:])) * batch
     engine_gflops = engine_rate * flops / 1e9
     return {
         "model": model_name, "clients": clients, "batch": batch, "local_steps": local_steps,

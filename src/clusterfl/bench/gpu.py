@@ -8,6 +8,10 @@ One command for a lent GPU (minutes). It prints JSON lines, every cuda row befor
   batched program (forward, backward and update of every client with `baddbmm`, in place,
   the batches already laid out on the device), eager and recorded as one CUDA graph; the
   engine's `fraction_of_plain` is its rate over the plain graph's;
+- `cnn`: the same for the CNN rows of `bench engine` (P1's CIFAR-10 CNN, P2's letters CNN,
+  PFLlib's FedAvgCNN; each at its own batch) up to 400 clients, beside the plainest batched
+  step of that CNN: every client's convolutions as one grouped convolution, autograd for the
+  gradients, eager and as one CUDA graph;
 - `precision`: the engine at 400 clients in TF32 and bf16;
 - the same `engine` rows on this machine's CPU;
 - `round`: `bench round` FedAvg and pFedMe, on cuda and cpu;
@@ -24,11 +28,12 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from clusterfl.bench.cpu import (
     CLASSES,
+    CNN_ROWS,
     FASHION_MNIST_DIR,
-    FEATURES,
     bench_round,
     best_seconds,
     engine_problem,
@@ -41,6 +46,7 @@ from clusterfl.engine.vectorized import Precision
 
 NO_CUDA = "no CUDA device"
 P1_CELL = ("p1_fmnist_dnn_val", "pfedkm_k4")
+CNN_MAX_CLIENTS = 400  # P1's CNN at 2,000 clients: ~12 GB of activations a step
 
 
 def device_seconds(fn: Callable[[], Any], repeats: int, device: str, warmup: int = 2) -> float:
@@ -84,48 +90,88 @@ def plain_sgd_steps(p: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Tens
         b1.sub_(dh.sum(1), alpha=lr)
 
 
+def plain_cnn_steps(p: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Tensor,
+                    lr: float, padding: int) -> None:
+    """The plainest batched SGD for our 2-conv `cnn` (conv-ReLU-pool twice, fc-ReLU-fc):
+    every client's convolutions as one grouped convolution (clients on the channel axis,
+    groups = clients), autograd for the gradients, in place. xs [S, C, B, ...], ys [S, C, B]
+    long; p: the stacked parameters in the model's order, leaves that require grad."""
+    c1w, c1b, c2w, c2b, f1w, f1b, f2w, f2b = p.values()
+    clients = xs.shape[1]
+    for x, y in zip(xs, ys, strict=True):
+        batch = x.shape[1]
+        h = x.transpose(0, 1).reshape(batch, -1, *x.shape[3:])
+        for w, b in ((c1w, c1b), (c2w, c2b)):
+            h = F.max_pool2d(F.conv2d(h, w.flatten(0, 1), b.flatten(), padding=padding,
+                                      groups=clients).relu(), 2)
+        h = h.reshape(batch, clients, -1).transpose(0, 1)
+        h = torch.baddbmm(f1b.unsqueeze(1), h, f1w.transpose(1, 2)).relu()
+        z = torch.baddbmm(f2b.unsqueeze(1), h, f2w.transpose(1, 2))
+        loss = F.cross_entropy(z.flatten(0, 1), y.flatten(), reduction="sum") / batch
+        grads = torch.autograd.grad(loss, list(p.values()))
+        with torch.no_grad():
+            torch._foreach_add_(list(p.values()), list(grads), alpha=-lr)
+
+
 def plain_rates(params: dict[str, torch.Tensor], xs: torch.Tensor, ys: torch.Tensor,
-                device: str, repeats: int) -> dict[str, float]:
-    """Client-steps/s of `plain_sgd_steps`: eager, and (CUDA) replayed from one graph."""
-    work = {k: v.clone() for k, v in params.items()}
+                device: str, repeats: int, padding: int | None = None) -> dict[str, float]:
+    """Client-steps/s of the plain program, eager and (CUDA) replayed from one graph:
+    `plain_sgd_steps` (the DNN), or with a `padding` `plain_cnn_steps` (a CNN row)."""
+    def steps_fn(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
+                 lr: float) -> None:
+        if padding is None:
+            plain_sgd_steps(p, x, y, lr)
+        else:
+            plain_cnn_steps(p, x, y, lr, padding)
+
+    work = {k: v.clone().requires_grad_(padding is not None) for k, v in params.items()}
     steps = xs.shape[0] * xs.shape[1]
-    rates = {"plain": steps / device_seconds(lambda: plain_sgd_steps(work, xs, ys, 0.05),
+    rates = {"plain": steps / device_seconds(lambda: steps_fn(work, xs, ys, 0.05),
                                              repeats, device)}
     if device == "cuda":
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            plain_sgd_steps(work, xs, ys, 0.05)
+            steps_fn(work, xs, ys, 0.05)
         torch.cuda.current_stream().wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            plain_sgd_steps(work, xs, ys, 0.05)
+            steps_fn(work, xs, ys, 0.05)
         rates["plain_graph"] = steps / device_seconds(graph.replay, repeats, device)
     return rates
 
 
 def engine_row(clients: int, device: str, precision: Precision = "fp32", batch: int = 20,
                local_steps: int = 10, hidden: int = 128, repeats: int = 5,
-               with_plain: bool = True, seed: int = 0) -> dict[str, Any]:
-    data, model, start, who, plan = engine_problem("dnn", clients, batch, local_steps, hidden,
-                                                   seed, device)
+               with_plain: bool = True, seed: int = 0, model_name: str = "dnn"
+               ) -> dict[str, Any]:
+    """The engine's client-steps/s on `model_name` ("dnn", or a `CNN_ROWS` key: then
+    `batch` is that row's), beside the plain batched program's."""
+    cnn = CNN_ROWS.get(model_name)
+    batch = cnn[3] if cnn else batch
+    data, model, start, who, plan = engine_problem(model_name, clients, batch, local_steps,
+                                                   hidden, seed, device)
     engine = VectorizedEngine(model, data, precision=precision)
     rule = Sgd(lr=0.05)
     seconds = device_seconds(lambda: engine.train(start, who, rule, plan), repeats, device)
     rate = clients * local_steps / seconds
-    flops = training_flops_per_sample(model) * batch
+    shape = tuple(data.train_x.shape[2:])
+    flops = training_flops_per_sample(model, shape) * batch
     row: dict[str, Any] = {
-        "bench": "engine", "device": device, "clients": clients, "precision": precision,
-        "model": f"dnn 784-{hidden}-10", "batch": batch, "local_steps": local_steps,
+        "bench": "cnn" if cnn else "engine", "device": device, "clients": clients,
+        "precision": precision, "model": model_name if cnn else f"dnn 784-{hidden}-10",
+        "batch": batch, "local_steps": local_steps, "kernel": type(engine.kernel).__name__,
         "layout": "whole" if engine.whole else "chunked", "captured": engine.capture,
-        "threads": torch.get_num_threads(), "engine_client_steps_per_s": round(rate, 1),
+        "threads": torch.get_num_threads(), "flops_per_client_step": flops,
+        "engine_client_steps_per_s": round(rate, 1),
         "engine_tflops": round(rate * flops / 1e12, 4)}
     if with_plain:
         rows = torch.arange(clients).view(1, -1, 1) * data.train_x.shape[1]
         flat = (plan.index + rows).flatten().to(device)  # the plan's batches, laid out once
-        xs = data.train_x.flatten(0, 1).index_select(0, flat).view(*plan.index.shape, FEATURES)
+        xs = data.train_x.flatten(0, 1).index_select(0, flat).view(*plan.index.shape, *shape)
         ys = data.train_y.flatten().index_select(0, flat).view(plan.index.shape)
-        for name, value in plain_rates(start, xs, ys, device, repeats).items():
+        padding = int(cnn[2]["padding"]) if cnn else None
+        for name, value in plain_rates(start, xs, ys, device, repeats, padding).items():
             row[f"{name}_client_steps_per_s"] = round(value, 1)
             row[f"fraction_of_{name}"] = round(rate / value, 3)
     return row
@@ -237,6 +283,9 @@ def gpu_rows(clients: list[int], cuda: bool, repeats: int = 5, cell_rounds: int 
                "name": torch.cuda.get_device_name()}
         for n in clients:
             yield engine_row(n, "cuda", repeats=repeats)
+        for name in CNN_ROWS:
+            for n in (n for n in clients if n <= CNN_MAX_CLIENTS):
+                yield engine_row(n, "cuda", repeats=repeats, model_name=name)
         precision: Precision
         for precision in ("tf32", "bf16"):
             yield engine_row(400, "cuda", precision, repeats=repeats, with_plain=False)
@@ -247,7 +296,8 @@ def gpu_rows(clients: list[int], cuda: bool, repeats: int = 5, cell_rounds: int 
         if effect_rounds:
             yield from precision_effect("cuda", effect_rounds, data_root)
     else:
-        yield from (skipped(what) for what in ("gemm", "engine", "precision", "round", "cell"))
+        yield from (skipped(what) for what in ("gemm", "engine", "cnn", "precision", "round",
+                                               "cell"))
         if effect_rounds:
             yield skipped("precision_effect")
     for n in clients:

@@ -3,14 +3,17 @@
 Algorithms say *what* to compute (a `LocalRule`, a `BatchPlan`, optional proximal terms, the
 models whose per-sample losses they need); an engine decides *how*. `VectorizedEngine` trains
 all selected clients together on stacked parameters (hand-written batched matmuls for
-Linear-ReLU stacks, `torch.func.vmap` otherwise); `ReferenceEngine` is the plain per-client
-loop kept as the oracle the tests compare the fast path against. See docs/engine.md.
+Linear-ReLU stacks, the same around oneDNN/cuDNN convolutions for CNNs, `torch.func.vmap`
+otherwise); `ReferenceEngine` is the plain per-client loop kept as the oracle the tests
+compare the fast path against. See docs/engine.md.
 """
 
 from collections.abc import Callable
 
 from clusterfl.engine.base import ClientData, LocalEngine, Prox
-from clusterfl.engine.kernels import BmmKernel, VmapKernel, make_kernel
+from clusterfl.engine.choose import make_kernel
+from clusterfl.engine.conv import ConvKernel
+from clusterfl.engine.kernels import BmmKernel, VmapKernel
 from clusterfl.engine.plan import BatchPlan, make_plan
 from clusterfl.engine.reference import ReferenceEngine
 from clusterfl.engine.rules import Adam, GradOracle, LocalRule, MoreauEnvelope, Sgd
@@ -26,6 +29,7 @@ __all__ = [
     "BatchPlan",
     "BmmKernel",
     "ClientData",
+    "ConvKernel",
     "GradOracle",
     "LocalEngine",
     "LocalRule",

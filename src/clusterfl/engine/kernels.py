@@ -6,8 +6,9 @@
   step reads and writes each weight once. On the 2-core CPU it runs the DNN at ~80% of a large
   GEMM's FLOP rate and 3-6x faster than `VmapKernel` (docs/engine.md).
 - `VmapKernel`: any `nn.Module`, via `torch.func.vmap(grad(loss))` over the stacked models.
+- `ConvKernel` (`conv.py`): conv blocks and a Linear-ReLU head; `choose.make_kernel` picks.
 
-Both see a batch as x[G, B, ...], y[G, B] and per-sample weights w[G, B] (1/count for real
+All see a batch as x[G, B, ...], y[G, B] and per-sample weights w[G, B] (1/count for real
 samples, 0 for padding, times the plan's sample weights if it has any), so the loss each
 client sees is the (weighted) mean over its real samples. The loss is `losses.sample_loss`:
 by default cross-entropy for class labels, squared error for float regression targets; a
@@ -16,7 +17,7 @@ kernel built with `loss` (one of `losses.LOSSES`) uses that loss on class labels
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, cast
+from typing import Protocol, cast
 
 import torch
 from torch import nn
@@ -26,7 +27,6 @@ from clusterfl.core.types import Tensors
 from clusterfl.engine.losses import loss_grad, sample_loss
 from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
 
-KernelName = Literal["auto", "bmm", "vmap"]
 Visit = Callable[[int, torch.Tensor, torch.Tensor], None]  # (layer, dz, its input)
 
 
@@ -69,6 +69,19 @@ class BoundOracle:
     ) -> None:
         self.kernel.descend_(params, self.batch, lr, decay, anchor, pull)
 
+    def descend_repeated_(
+        self, params: Tensors, steps: int, lr: float, decay: Coef = 0.0,
+        anchor: Tensors | None = None, pull: Coef = 0.0,
+    ) -> None:
+        """`steps` calls of `descend_` on this batch (pFedMe's inner solver), as one call
+        where the kernel has one (`BmmKernel.descend_repeated_`)."""
+        repeated = getattr(self.kernel, "descend_repeated_", None)
+        if repeated is not None:
+            repeated(params, self.batch, steps, lr, decay, anchor, pull)
+            return
+        for _ in range(steps):
+            self.kernel.descend_(params, self.batch, lr, decay, anchor, pull)
+
 
 class VmapKernel:
     def __init__(self, model: nn.Module, loss_name: str | None = None) -> None:
@@ -97,7 +110,11 @@ def linear_relu_layers(model: nn.Module) -> list[tuple[str, str]] | None:
     """(weight, bias) names of a `Sequential([Flatten], Linear, (ReLU, Linear)*)`, else None."""
     if not isinstance(model, nn.Sequential):
         return None
-    mods = list(model.named_children())
+    return linear_relu_stack(list(model.named_children()))
+
+
+def linear_relu_stack(mods: list[tuple[str, nn.Module]]) -> list[tuple[str, str]] | None:
+    """(weight, bias) names of named modules `[Flatten], Linear, (ReLU, Linear)*`, else None."""
     if mods and isinstance(mods[0][1], nn.Flatten):
         mods = mods[1:]
     if len(mods) % 2 == 0:
@@ -144,12 +161,14 @@ class BmmKernel:
         return logits if self.matmul_dtype is None else logits.float()
 
     def _backward(self, params: Tensors, batch: Batch, visit: Visit,
-                  first: torch.Tensor | None = None) -> None:
+                  first: torch.Tensor | None = None, input_grad: bool = False
+                  ) -> torch.Tensor | None:
         """Walk the layers last to first, calling visit(layer, dz, h_in) with the gradient
         dz [G, B, out] of the weighted loss at the layer's output and its input h_in.
 
         The gradient flowing to the layer below is computed before `visit`, so `visit` may
-        overwrite the layer's weights (the fused update does).
+        overwrite the layer's weights (the fused update does). `input_grad`: also return the
+        gradient at the input x (`ConvKernel`'s features; the data need none).
         """
         hs = self._forward(params, batch.x, first)
         logits = hs.pop()
@@ -162,9 +181,12 @@ class BmmKernel:
             if i > 0:
                 below = torch.bmm(self._mm(dz), self._mm(params[self.layers[i][0]]))
                 below = torch.ops.aten.threshold_backward(below, h_in, 0)
+            elif input_grad:  # float32 only: the conv kernel has no bf16 GEMMs
+                below = torch.bmm(dz, params[self.layers[0][0]])
             visit(i, dz, h_in)
             if below is not None:
                 dz = below
+        return dz if input_grad else None
 
     def _weight_grad(self, dz: torch.Tensor, h_in: torch.Tensor, like: torch.Tensor
                      ) -> torch.Tensor:
@@ -176,19 +198,28 @@ class BmmKernel:
 
     def grads(self, params: Tensors, batch: Batch) -> Tensors:
         out: Tensors = {}
+        self._backward(params, batch, self.grads_visit(params, out))
+        return out
+
+    def grads_visit(self, params: Tensors, out: Tensors) -> Visit:
+        """A `_backward` visit that writes each layer's gradients into `out`."""
 
         def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
             wn, bn = self.layers[i]
             out[wn] = self._weight_grad(dz, h_in, params[wn])
             out[bn] = self._bias_grad(dz, params[bn])
 
-        self._backward(params, batch, visit)
-        return out
+        return visit
 
     def descend_(
         self, params: Tensors, batch: Batch, lr: float, decay: Coef, anchor: Tensors | None,
         pull: Coef,
     ) -> None:
+        self._backward(params, batch, self.descend_visit(params, lr, decay, anchor, pull))
+
+    def descend_visit(self, params: Tensors, lr: float, decay: Coef, anchor: Tensors | None,
+                      pull: Coef) -> Visit:
+        """A `_backward` visit that applies `descend_`'s update to each layer in turn."""
         # A scalar shrink rides on baddbmm's beta; a per-client one needs its own pass.
         scalar = not isinstance(decay, torch.Tensor)
         beta = 1.0 if isinstance(decay, torch.Tensor) else 1.0 - decay
@@ -209,8 +240,60 @@ class BmmKernel:
                 if anchor is not None:
                     shrink_and_pull_(w, 1.0, anchor[name], pull)
 
-        self._backward(params, batch, visit)
+        return visit
 
+    def descend_repeated_(
+        self, params: Tensors, batch: Batch, steps: int, lr: float, decay: Coef,
+        anchor: Tensors | None, pull: Coef,
+    ) -> None:
+        """`steps` calls of `descend_` on one batch x, with the first layer's weight W
+        stepped once at the end (the same steps, other float rounding). With k = 1 - decay,
+        p = pull and A = anchor's W, after t steps
+            W_t = k^t W_0 + c_t A - lr * S_t^T x,  c_t = p (1 + k + ... + k^(t-1)),
+            S_t = sum_{u<t} k^(t-1-u) g_u          (g_u: the gradient at W's output),
+        so the layer's output on x is k^t x W_0^T + c_t x A^T - lr (x x^T) S_t + b_t: two
+        GEMMs and a B x B Gram matrix for all steps, where the step loop reads W three times
+        a step (forward, the fused update, the pull). Every other layer, and every bias,
+        steps as `descend_` does. pFedMe's inner solver (K = 5 steps a batch) is the user:
+        `bench round`'s pFedMe, docs/engine.md."""
+        if (steps < 2 or isinstance(decay, torch.Tensor) or isinstance(pull, torch.Tensor)
+                or self.matmul_dtype is not None):
+            for _ in range(steps):
+                self.descend_(params, batch, lr, decay, anchor, pull)
+            return
+        wn, bn = self.layers[0]
+        weight, bias, keep = params[wn], params[bn], 1.0 - decay
+        x = batch.x.flatten(2)
+        start = torch.bmm(x, weight.transpose(1, 2))  # x W_0^T
+        pulled = None if anchor is None or not pull else torch.bmm(
+            x, anchor[wn].transpose(1, 2))  # x A^T
+        gram = torch.bmm(x, x.transpose(1, 2))
+        acc = torch.zeros_like(start)  # S_t
+        others = self.descend_visit(params, lr, decay, anchor, pull)
+
+        def visit(i: int, dz: torch.Tensor, h_in: torch.Tensor) -> None:
+            if i:
+                others(i, dz, h_in)
+                return
+            acc.mul_(keep).add_(dz)
+            if keep != 1.0:  # the bias as `descend_visit` steps it
+                bias.mul_(keep)
+            bias.sub_(self._bias_grad(dz, bias), alpha=lr)
+            if anchor is not None:
+                shrink_and_pull_(bias, 1.0, anchor[bn], pull)
+
+        scale, carried = 1.0, 0.0  # k^t and c_t
+        for t in range(steps):
+            first = torch.add(bias.unsqueeze(1), start, alpha=scale)
+            if pulled is not None and t:
+                first.add_(pulled, alpha=carried)
+            if t:
+                first.baddbmm_(gram, acc, alpha=-lr)
+            self._backward(params, batch, visit, first)
+            scale, carried = scale * keep, carried * keep + pull
+        weight.baddbmm_(acc.transpose(1, 2), x, beta=scale, alpha=-lr)
+        if pulled is not None and anchor is not None:
+            weight.add_(anchor[wn], alpha=carried)
 
     def descend_lazy_first_(self, params: Tensors, batch: Batch, lr: float,
                             first: torch.Tensor, first_grad: torch.Tensor) -> None:
@@ -231,19 +314,4 @@ class BmmKernel:
         self._backward(params, batch, visit, first)
 
 
-def make_kernel(model: nn.Module, kind: KernelName = "auto", loss: str | None = None,
-                matmul_dtype: torch.dtype | None = None) -> Kernel:
-    """The bmm kernel for Linear-ReLU stacks (faster, see module doc), else vmap; `loss`:
-    `losses.sample_loss`'s (None: by the labels' dtype); `matmul_dtype`: bf16 GEMMs, bmm only."""
-    layers = linear_relu_layers(model)
-    if kind == "bmm" and layers is None:
-        raise ValueError("the bmm kernel needs a Sequential([Flatten], Linear, (ReLU, Linear)*)")
-    if kind == "vmap" or layers is None:
-        if matmul_dtype is not None:
-            raise ValueError("precision bf16: only for the bmm kernel (Linear-ReLU stacks); "
-                             "use fp32 or tf32 for other models")
-        return VmapKernel(model, loss)
-    return BmmKernel(layers, loss, matmul_dtype)
-
-
-__all__ = ["Batch", "BmmKernel", "BoundOracle", "GradOracle", "Kernel", "VmapKernel", "make_kernel"]
+__all__ = ["Batch", "BmmKernel", "BoundOracle", "GradOracle", "Kernel", "VmapKernel"]

@@ -226,8 +226,13 @@ class MoreauEnvelope:
             raise ValueError("MoreauEnvelope is its own proximal term; pass prox=None")
         theta = self.personalized(state)
         plr = self.personal_lr
-        for _ in range(self.inner_steps):
-            oracle.descend_(theta, plr, plr * (self.lam + self.mu), params, plr * self.lam)
+        decay, pull = plr * (self.lam + self.mu), plr * self.lam
+        repeated = getattr(oracle, "descend_repeated_", None)  # the engines' oracles have it
+        if repeated is not None:  # the K steps on one batch at once: far fewer weight passes
+            repeated(theta, self.inner_steps, plr, decay, params, pull)
+        else:
+            for _ in range(self.inner_steps):
+                oracle.descend_(theta, plr, decay, params, pull)
         a = self.lr * self.lam
         for k, w in params.items():
             w.mul_(1 - a).add_(theta[k], alpha=a)

@@ -27,7 +27,8 @@ from torch import nn
 
 from clusterfl.core.types import Tensors
 from clusterfl.engine.base import ClientData, Prox, Split
-from clusterfl.engine.kernels import Batch, BoundOracle, KernelName, make_kernel
+from clusterfl.engine.choose import KernelName, make_kernel
+from clusterfl.engine.kernels import Batch, BoundOracle
 from clusterfl.engine.losses import check_loss, num_correct, sample_loss
 from clusterfl.engine.plan import BatchPlan
 from clusterfl.engine.program import ProgramCache, ProgramShape, StepProgram, can_capture
