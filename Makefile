@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.lock pyproject.toml | sha1sum | cut -c1-12)
 
-.PHONY: install reproduce test test-fast browser lint ui paper paper-online schemes clean-venv plan benchmark reference-benchmark
+.PHONY: install reproduce test test-fast browser lint ui paper paper-online schemes clean-venv plan benchmark reference-benchmark reference-default
 
 install: $(STAMP)
 
@@ -49,6 +49,10 @@ paper-%: $(STAMP)  ## one paper's cells of `paper`, e.g. make paper-p5 -> report
 
 reference-benchmark: $(STAMP)  ## after make benchmark: its histories, picks and report into reference/benchmark/benchmark/
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference benchmark --paper benchmark
+
+reference-default: $(STAMP)  ## after make reproduce: each paper's histories and report into reference/default/KEY/ (committed)
+	for key in p1 p2 p3 p4 p5; do \
+	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference default --paper $$key || exit; done
 
 reference-%: $(STAMP)  ## after make paper-KEY: its histories and report into reference/paper/KEY/ (committed)
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pipeline.reference paper --paper $*
