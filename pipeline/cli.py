@@ -49,7 +49,7 @@ JobsOpt = Annotated[int | None, typer.Option(
 
 # a read-only output directory (or disk): the user's to fix, like a bad params value; every
 # write is atomic (clusterfl.core.io, pipeline.common.output_dir), so none is left half-written
-UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC}
+UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT}
 
 
 def user_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -106,7 +106,30 @@ def _suite_file(params: Path | None, suite: str) -> Path:
         names = ["default", *sorted(p.name for p in Path("suites").glob("*/") if p.is_dir())]
         raise UserError(f"--suite: unknown suite {suite!r} (no {path}); allowed: "
                         f"{', '.join(names)}")
+    _require_own_stage(path, suite)
     return path
+
+
+def _require_own_stage(path: Path, suite: str) -> None:
+    """Under `dvc repro` (DVC names the stage in DVC_STAGE), a one-line error when the stage
+    is not one of `--suite`'s own dvc.yaml: a suite folder copied with its dvc.yaml runs
+    `--suite <the original>`, and would train and overwrite the original's outputs while
+    DVC records them in the copy's lock."""
+    import os
+
+    stage = os.environ.get("DVC_STAGE")
+    if not stage:
+        return
+    written = stage.rsplit(":", 1)[0] if ":" in stage else "dvc.yaml"
+    here = Path(os.environ.get("DVC_ROOT", ".")) / written
+    own = path.parent / "dvc.yaml"
+    if here.resolve() != own.resolve():
+        folder = here.parent.name if here.parent.parent.name == "suites" else None
+        fix = (f"set suite.name: {folder} in {Path(written).parent / 'params.yaml'}, then run "
+               f"`clusterfl render {folder}`" if folder else "run `clusterfl render`")
+        raise UserError(f"{written}: its stage {stage.rsplit(':', 1)[-1]} runs `--suite "
+                        f"{suite}`, whose pipeline is {own} (a suite folder copied with its "
+                        f"dvc.yaml?); nothing was run: {fix}")
 
 
 @app.command()
@@ -280,6 +303,7 @@ def report(
         from pipeline.track import replay_pending
 
         replay_pending(loaded.home, console)
+    remove_orphans(loaded.home)
     stage.run(loaded, console, home.results, home.partitions,
               reports / paper if paper else reports, partial=partial, track=track,
               paper_key=paper)
@@ -308,6 +332,15 @@ def _suite_name(command: str, positional: str | None, option: str | None,
                   f"deprecated and will be removed in the next release; use `clusterfl "
                   f"{command} --suite {positional}`", highlight=False, soft_wrap=True)
     return positional
+
+
+def remove_orphans(suite: str) -> None:
+    """The checkpoints of suite `suite` (its data and results' home) whose seed is complete
+    (`common.remove_orphan_checkpoints`), each said in a line."""
+    from pipeline.common import SuitePaths, remove_orphan_checkpoints
+
+    remove_orphan_checkpoints(SuitePaths(suite), lambda line: console.print(
+        line, highlight=False, soft_wrap=True))
 
 
 def _jobs(jobs: int | None) -> int:
@@ -399,6 +432,7 @@ def reproduce(
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     console.print(f"dvc repro {target} (CLUSTERFL_JOBS={jobs})", highlight=False)
     status = subprocess.run([sys.executable, "-m", "dvc", "repro", target], env=env).returncode
+    remove_orphans(load_params(path).home)  # e.g. of a cell DVC restored from its cache
     if status:
         raise typer.Exit(status)
 
@@ -443,9 +477,10 @@ def leaderboard(
     the baselines; with --run, tune and train its cells through DVC (`dvc repro`) first."""
     from clusterfl.run.config import load_params
     from pipeline import leaderboard as stage
+    from pipeline.tables import show
 
     path = _suite_file(None, _suite_name("leaderboard", suite_arg, suite, "benchmark"))
-    Console().print(stage.run(load_params(path), Path("."), console, execute=run))
+    show(stage.run(load_params(path), Path("."), console, execute=run), keys=3)
 
 
 @app.command()
@@ -532,7 +567,9 @@ def compare(
                       f"{r['max_metric_diff']:.3g}", str(r["arrays"]),
                       f"{r['max_array_diff']:.3g}",
                       " ".join(r["only_a"] + r["only_b"]), style="red" if bad else None)
-    Console().print(table)
+    from pipeline.tables import show
+
+    show(table)
     for side, names in missing.items():
         console.print(f"[red]only in {side}:[/red] {len(names)} histories: "
                       f"{', '.join(names)}", highlight=False, soft_wrap=True)
@@ -552,7 +589,9 @@ def _print_registry(title: str, rows: list[tuple[str, str]]) -> None:
     table.add_column("description")
     for name, description in rows:
         table.add_row(name, escape(description))  # "[p1]" is text, not rich markup
-    Console().print(table)
+    from pipeline.tables import show
+
+    show(table)
 
 
 @list_app.command("datasets")
@@ -622,7 +661,9 @@ def list_algorithms(suite: SuiteOpt = "default", params: ParamsOpt = None) -> No
         doc = (sys.modules[config.cls.__module__].__doc__ or "").strip()
         table.add_row(paper, name, config.method, hyper,
                       doc.split("\n\n")[0].replace("\n", " "), ", ".join(suites))
-    Console().print(table)
+    from pipeline.tables import show
+
+    show(table, keys=2)
 
 
 @list_app.command("experiments")
@@ -645,7 +686,9 @@ def list_experiments(suite: SuiteOpt = "default", params: ParamsOpt = None) -> N
     for n in p.experiments:
         table.add_row("*" if n in in_suite else "", n, p.paper_of[n],
                       escape(p.experiment(n).title), ", ".join(using.get(n, [])))
-    Console().print(table)
+    from pipeline.tables import show
+
+    show(table, keys=2)
 
 
 def _suite_files(root: Path) -> dict[str, Path]:

@@ -7,10 +7,12 @@ timings and tracking record live in logs/<suite>/<experiment>/<algorithm> and it
 checkpoints in checkpoints/<suite>/<experiment>/<algorithm> (`clusterfl.run.checkpoints`).
 """
 
+import errno
+import fcntl
 import os
 import shutil
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,7 +20,8 @@ from typing import TYPE_CHECKING
 from clusterfl.core.errors import UserError
 
 if TYPE_CHECKING:
-    from clusterfl.run.config import SuiteConfig
+    from clusterfl.core.types import Partition
+    from clusterfl.run.config import Experiment, SuiteConfig
 
 from clusterfl.core.io import temporary_dir
 
@@ -133,6 +136,134 @@ def require_writable(path: Path) -> None:
         raise UserError(f"{folder}: not writable{inside}; nothing was run")
 
 
+class CellBusy(UserError):
+    """Another process trains the cell (it holds the cell's lock): exit status 1."""
+
+    exit_code = 1
+
+
+def lock_file(cell: Path) -> Path:
+    """The lock of cell directory `cell` (results/<suite>/<experiment>/<algorithm>): a sibling
+    `.lock-<algorithm>`, outside the cell's DVC out (and apart from its temporaries,
+    `.<algorithm>.<pid>.*`), that exists while a train holds it."""
+    return cell.parent / f".lock-{cell.name}"
+
+
+def _holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 32, 0).decode().strip()
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return f"pid {text}" if text.isdigit() else "another process"
+
+
+@contextmanager
+def cell_lock(cell: Path) -> Iterator[None]:
+    """Hold cell `cell`'s lock (`lock_file`: an exclusive `flock`, with the holder's pid in
+    it) while inside; the file is removed on the way out. A second `clusterfl train` of the
+    cell, in any process, gets a one-line `CellBusy` naming the holder's pid, before it
+    reads or writes anything of the cell; the kernel releases the lock of a killed holder,
+    so a stale file is taken over, never waited for."""
+    path = lock_file(cell)
+    made = [d for d in [path.parent, *path.parent.parents] if not d.exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            os.close(fd)  # (its folders exist: the holder made them)
+            raise CellBusy(f"{cell}: is being trained by {holder} (it holds {path}); wait "
+                           "for it to finish, or stop it, then run this again") from None
+        try:  # the holder before us may have removed the file we opened as it finished
+            current = os.stat(path)
+        except FileNotFoundError:
+            current = None
+        if current is not None and os.path.samestat(os.fstat(fd), current):
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+        os.close(fd)
+        for folder in made:  # made for the lock alone (the run failed before writing)
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+
+
+def cell_locked(cell: Path) -> bool:
+    """Whether a train of cell `cell` holds its lock now (in any process, this one too)."""
+    path = lock_file(cell)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def remove_orphan_checkpoints(paths: SuitePaths, log: Callable[[str], None]) -> list[Path]:
+    """Remove the suite's round checkpoints whose seed is complete: a seed directory of
+    checkpoints/<suite>/<experiment>/<algorithm>/ whose history is in the cell's results,
+    put there after the checkpoint's last write (by a later train, or by DVC restoring the
+    cell from its cache: a `dvc repro` interrupted by Ctrl-C, then one that found the cell
+    in its run cache, left the interrupted run's checkpoint behind), while no train of the
+    cell holds its lock. A checkpoint newer than its seed's history (a run of other
+    settings, stopped before it replaced the cell) stays: it is what that run resumes from.
+    (With DVC's `cache.type` hardlink or symlink a restored history keeps the time of its
+    cache file: such a checkpoint stays until its cell is trained.) Returns the removed
+    directories, each also said by `log`."""
+    removed = []
+    top = paths.root / "checkpoints" / paths.suite
+    for seed in sorted(top.glob("*/*/seed*")):
+        cell = paths.cell_dir(seed.parent.parent.name, seed.parent.name)
+        history = cell / seed.name / "history.json"
+        if not seed.is_dir() or not history.exists() or cell_locked(cell):
+            continue
+        written = max((f.stat().st_mtime for f in seed.iterdir()), default=0.0)
+        if os.lstat(history).st_ctime < written:
+            continue
+        shutil.rmtree(seed, ignore_errors=True)
+        removed.append(seed)
+        log(f"{seed}: removed an orphan checkpoint (its seed is complete in {cell})")
+    for folder in sorted({p.parent for p in removed}, reverse=True):
+        for empty in [folder, folder.parent, top]:
+            try:
+                empty.rmdir()
+            except OSError:
+                break
+    if removed:  # checkpoints/ itself, once nothing is left in it
+        with suppress(OSError):
+            top.parent.rmdir()
+    return removed
+
+
+# a full disk or quota, a read-only mount, no permission: the user's to fix (the CLI's one line)
+FULL_OR_READ_ONLY = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES,
+                               errno.EPERM})
+
+
+def name_path(err: OSError, written: Path, final: Path) -> OSError:
+    """`err` with the file it failed on given as the path its output will have: inside
+    `written` (a temporary output directory) it names the file under `final` instead, and a
+    write error without a file names `final`."""
+    name = Path(err.filename) if err.filename else final
+    if name.is_relative_to(written):
+        name = final / name.relative_to(written)
+    return OSError(err.errno, err.strerror or os.strerror(err.errno or errno.EIO), str(name))
+
+
 @contextmanager
 def output_dir(final: Path) -> Iterator[Path]:
     """Write a stage's outputs into a temporary sibling, then swap it in whole.
@@ -150,6 +281,11 @@ def output_dir(final: Path) -> Iterator[Path]:
                         "changed") from None
     try:
         yield tmp
+    except OSError as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if err.errno not in FULL_OR_READ_ONLY:
+            raise
+        raise name_path(err, tmp, final) from None  # named as the output, not the temporary
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -170,3 +306,23 @@ def require_seeds(params: "SuiteConfig", partition: str, seeds: Iterable[int]) -
                 f"--seed {seed}: not among suite.seeds {list(params.seeds)} of "
                 f"{shown(params.file)}, the seeds `clusterfl partition {partition} "
                 f"{suite_flag(params)}` makes; add {seed} to suite.seeds there, then run it")
+
+
+def require_participation(params: "SuiteConfig", exp: "Experiment", partition: "Partition",
+                          path: Path) -> None:
+    """A one-line error when the schedule's `clients_per_round` exceeds the clients of the
+    partition (`path`), naming the key that set it (the suite's training overrides, else
+    the experiment's training block): more than every client each round is no sample."""
+    from clusterfl.core.io import shown
+
+    wanted = exp.schedule.clients_per_round
+    clients = len(partition.train)
+    if wanted is None or wanted <= clients:
+        return
+    overrides = params.suite_raw.get("training") or {}
+    key = (f"{shown(params.file)}:suite.training.clients_per_round"
+           if "clients_per_round" in overrides else
+           f"{params.paper_file[exp.paper]}:experiments.{exp.name}.training.clients_per_round")
+    raise UserError(f"{key}: {wanted} is more than the {clients} clients of partition "
+                    f"{exp.partition!r} ({shown(path)}); allowed: 1 to {clients}, or unset "
+                    "for every client")

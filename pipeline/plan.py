@@ -313,8 +313,8 @@ def total_line(plan: Plan) -> str:
                 "ended one after the other in logs/)")
     if plan.cells and not known:  # nothing to add up: say how to get numbers
         return (f"{scope}: {len(plan.cells)} of {plan.total} cells to train, none of known "
-                "cost (no timings in logs/ and not probed: run `clusterfl plan` without "
-                "--no-probe to time them)")
+                f"cost (no timings in logs/ and not probed: run `clusterfl plan --suite "
+                f"{plan.suite}` without --no-probe to time them)")
     line = (f"{scope}: {len(plan.cells)} of {plan.total} cells to train"
             f"{f'; the {known} of known cost' if t['unknown'] else ''}: CPU time "
             f"{clock(t['cpu_seconds'])}; wall with {n} job{'s' * (n > 1)}: "
@@ -347,9 +347,10 @@ def make(suite_file: Path, jobs: int, paper: str | None, probe: bool, console: C
     a progress bar, fill in the costs that logs/ lacks."""
     from clusterfl.run.config import load_params
     from pipeline.probe import Prober
-    from pipeline.render import dvc_file, require_current, require_inside
+    from pipeline.render import dvc_file, require_current, require_inside, require_rendered
 
     require_inside(suite_file)  # DVC is asked about it from here
+    require_rendered(suite_file)
     require_current(suite_file)
     params = load_params(suite_file)
     params.paper_cells(paper)  # an unknown paper: one line, before DVC is asked

@@ -494,6 +494,27 @@ def require_inside(suite_file: Path, repo: Path = Path(".")) -> None:
                         "run `clusterfl render`")
 
 
+def render_hint(suite_file: Path) -> str:
+    """The command that writes suite file `suite_file`'s dvc.yaml: `clusterfl render
+    <suite>` for a suite of the repository (root params.yaml, suites/<name>/params.yaml);
+    a file of your own has none (render writes the repository's suites only)."""
+    where = suite_file.resolve()
+    if where == (suite_root(suite_file) / "params.yaml").resolve():
+        return "`clusterfl render default`"
+    if where.name == "params.yaml" and where.parent.parent.name == "suites":
+        return f"`clusterfl render {where.parent.name}`"
+    return ("`clusterfl render` after moving it to suites/<name>/params.yaml (render writes "
+            "the repository's suites)")
+
+
+def require_rendered(suite_file: Path) -> None:
+    """A one-line error naming the render command when the suite has no dvc.yaml yet."""
+    target = dvc_file(suite_file)
+    if not target.exists():
+        raise UserError(f"{target}: does not exist (suite {suite_file} is not rendered yet); "
+                        f"run {render_hint(suite_file)} first")
+
+
 def require_current(suite_file: Path) -> None:
     """A one-line error when the suite's dvc.yaml is not what its grid renders to (the
     grid was edited and `clusterfl render` not run): DVC would run the old cell list."""
@@ -503,4 +524,4 @@ def require_current(suite_file: Path) -> None:
         text = render(load_params(suite_file), root)
         if target.read_text() != text:
             raise UserError(f"{target}: stale: it does not match {suite_file}'s grid; run "
-                            "`clusterfl render`")
+                            f"{render_hint(suite_file)}")

@@ -226,7 +226,10 @@ def run(params_path: Path, executor: Executor | None, console: Console, device: 
     mine = params.paper_cells(paper)  # an unknown paper: one line, before DVC is asked
     dvcfile = dvc_file(params)
     if not dvcfile.exists():
-        raise UserError(f"{dvcfile}: missing; run `clusterfl sweep` in the repository root")
+        from pipeline.render import render_hint
+
+        raise UserError(f"{dvcfile}: missing; run `clusterfl sweep` in the repository root, "
+                        f"after {render_hint(params.file)}")
     prepare = sorted(s for s in stale_stages(dvcfile) if s.startswith(PREPARE)
                      and (paper is None or _prepares(s, mine, params)))
     if prepare:

@@ -32,10 +32,11 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 def load_cell(cell: Path) -> tuple[list[tuple[int, Any]], dict[str, float]]:
-    """([(seed, history)], summary metrics) of a cell's outputs, validated."""
+    """([(seed, history)], summary metrics) of a cell's outputs, validated (the summary's
+    numbers: its `seeds` and the `diverged` mark of a run that diverged are no metrics)."""
     summary = _read(cell / "summary.json")
     seeds = [(seed, read_history(cell / f"seed{seed}")) for seed in summary.get("seeds", [])]
-    return seeds, {k: v for k, v in summary.items() if k != "seeds"}
+    return seeds, {k: v for k, v in summary.items() if k not in ("seeds", "diverged")}
 
 
 def run(suite: str, console: Console, uri: str | None = None, quiet: bool = False) -> int:

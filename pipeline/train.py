@@ -37,14 +37,21 @@ from clusterfl.core.io import atomic_write_json
 from clusterfl.data import load_dataset
 from clusterfl.partition import load_partition
 from clusterfl.run.checkpoints import CheckpointPolicy, remove_checkpoints
-from clusterfl.run.config import AlgorithmConfig, Experiment, load_params
+from clusterfl.run.config import AlgorithmConfig, Experiment, SuiteConfig, load_params
 from clusterfl.run.execution import Executor, SeedJob, run_jobs
 from clusterfl.run.executors import choose_executor
 from clusterfl.steps.metrics import METRICS, metric
 from clusterfl.training.callbacks import Callback, progress_callback, replay
-from clusterfl.training.history import RunHistory, load_history_json
+from clusterfl.training.history import Divergence, RunHistory, divergence, load_history_json
 from clusterfl.training.tuning import apply_point
-from pipeline.common import SuitePaths, output_dir, suite_flag
+from pipeline.common import (
+    SuitePaths,
+    cell_lock,
+    output_dir,
+    remove_orphan_checkpoints,
+    require_participation,
+    suite_flag,
+)
 from pipeline.progress import record_finished, suite_progress
 
 
@@ -64,16 +71,35 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     processes of `threads` threads (`execution.choose_executor`), `executor` (e.g.
     `clusterfl sweep`'s, shared by many cells, with its `submitted` and `lock`:
     `execution.run_jobs`) overrides them; `picks`: the benchmark's tune stage's picks.json,
-    whose picked lr (and K) replace the params' values (`pipeline.tune`)."""
+    whose picked lr (and K) replace the params' values (`pipeline.tune`).
+
+    The cell is trained holding its lock (`common.cell_lock`): a second train of it while
+    this one runs is a one-line error (exit 1) that changes nothing. After the cell, the
+    suite's orphan checkpoints are removed (`common.remove_orphan_checkpoints`)."""
     started = time.monotonic()
     params = load_params(params_path, load=())  # the cell's paper alone, on first use
+    paths = SuitePaths(params.home)
+    with cell_lock(paths.cell_dir(experiment, algorithm)):
+        _train(params, experiment, algorithm, console, started, seeds, track, engine, workers,
+               device, executor, picks, threads, submitted, lock)
+    remove_orphan_checkpoints(paths, lambda line: console.print(line, highlight=False,
+                                                                soft_wrap=True))
+
+
+def _train(params: SuiteConfig, experiment: str, algorithm: str, console: Console,
+           started: float, seeds: list[int] | None, track: bool, engine: str,
+           workers: int | None, device: str, executor: Executor | None, picks: Path | None,
+           threads: int | None, submitted: Callable[[], None] | None,
+           lock: AbstractContextManager[Any] | None) -> None:
+    """`run`'s work, holding the cell's lock."""
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
+    suite = suite_flag(params)  # `-p FILE` for a suite file --suite cannot name
     picked = None
     if picks is not None:
         from pipeline.tune import read_picks
 
-        picked = read_picks(picks, experiment, algorithm)
+        picked = read_picks(picks, experiment, algorithm, suite)
     if picked is not None:
         exp, alg = apply_point(exp, alg, picked)
     seeds = seeds or params.seeds
@@ -86,7 +112,6 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         console.print(f"[yellow]note:[/yellow] {experiment}-{algorithm} is not a cell of suite "
                       f"{params.suite!r}; its report will not include it")
     dataset_name = params.partition(exp.partition)["dataset"]
-    suite = suite_flag(params)  # `-p FILE` for a suite file --suite cannot name
     dataset = _require(paths.dataset_file(dataset_name), f"clusterfl download {dataset_name} "
                        f"{suite}")
     # absolute: a worker of another executor (Ray) may run in another directory
@@ -98,14 +123,16 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
             for seed in seeds]
     load_dataset(dataset)  # validated before any run is created: a bad file is one line
     for job in jobs:
-        load_partition(job.partition)
+        require_participation(params, exp, load_partition(job.partition), job.partition)
     cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
     logs = paths.log_dir(experiment, algorithm)
     final = paths.cell_dir(experiment, algorithm)
     # the suite's other seeds already on disk stay (`clusterfl train ... --seed 0` by hand):
     # checked before any training, so a corrupt or foreign one fails in a second
-    summaries = kept_seeds(final, logs / "tracking.json", params.seeds, seeds, cell,
-                           f"clusterfl train {experiment} {algorithm} {suite}")
+    kept = kept_seeds(final, logs / "tracking.json", params.seeds, seeds, cell,
+                      f"clusterfl train {experiment} {algorithm} {suite}")
+    summaries = {seed: history.summary() for seed, history in kept.items()}
+    diverged = {seed: divergence(history.records) for seed, history in kept.items()}
     if position is not None:  # the suite-level line (under `dvc repro` a cell is a process)
         console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
                       f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
@@ -128,6 +155,12 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
                 (logs / f"seed{job.seed}").mkdir(parents=True, exist_ok=True)
                 history.write(out / f"seed{job.seed}", timings=logs / f"seed{job.seed}")
                 summaries[job.seed] = history.summary()
+                diverged[job.seed] = found = divergence(history.records)
+                if found is not None:
+                    console.print(f"[yellow]warning:[/yellow] {job.name}: diverged: "
+                                  f"{found.describe()}; its numbers say nothing of the "
+                                  "method (a smaller lr usually helps)", highlight=False,
+                                  soft_wrap=True)
         except BaseException as err:  # close the parent and its open seed runs
             if tracker is not None:
                 killed = isinstance(err, KeyboardInterrupt | SystemExit)
@@ -137,7 +170,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         rows = [summaries[s] for s in present]
         mean = {k: float(np.mean([s[k] for s in rows])) for k in rows[0]}
         std = {f"{k}_std": float(np.std([s[k] for s in rows])) for k in rows[0]}
-        atomic_write_json(out / "summary.json", {"seeds": present, **mean, **std})
+        marks = diverged_marks(present, diverged)  # only where a seed diverged
+        atomic_write_json(out / "summary.json", {"seeds": present, **mean, **std, **marks})
         atomic_write_json(logs / "tracking.json", record)
         if tracker is not None:
             tracker.log_artifact(out / "summary.json")
@@ -147,7 +181,10 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
     if name is not None:
         last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))
         console.print(f"{experiment}/{algorithm}: {name} last {last} best {best} "
-                      f"over seeds {present}")
+                      f"over seeds {present}" + "".join(
+                          f"; seed {m['seed']} diverged ({m['metric']} at round {m['round']})"
+                          for m in marks.get("diverged", [])), highlight=False,
+                      soft_wrap=bool(marks))
     missing = [s for s in params.seeds if s not in summaries]
     if missing:
         console.print(f"{experiment}/{algorithm}: seeds {missing} of suite {params.suite!r} "
@@ -161,8 +198,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
 
 
 def kept_seeds(cell: Path, tracking: Path, suite_seeds: list[int], training: list[int],
-               params: dict[str, Any], command: str) -> dict[int, dict[str, float]]:
-    """Seed -> summary of each of the suite's seeds that `cell` holds and this run does
+               params: dict[str, Any], command: str) -> dict[int, RunHistory]:
+    """Seed -> history of each of the suite's seeds that `cell` holds and this run does
     not train: they stay in the cell and its summary. Their histories are validated (a
     `CorruptFile` names the file); if the cell's last run (`tracking`, where there is one)
     used other settings than `params` (seeds aside), mixing them would be a summary of two
@@ -181,8 +218,18 @@ def kept_seeds(cell: Path, tracking: Path, suite_seeds: list[int], training: lis
     out = {}
     for seed in others:
         data = load_history_json(cell / f"seed{seed}" / "history.json")
-        out[seed] = RunHistory(records=data["records"], primary=data.get("primary")).summary()
+        out[seed] = RunHistory(records=data["records"], primary=data.get("primary"))
     return out
+
+
+def diverged_marks(seeds: list[int], diverged: dict[int, Divergence | None]
+                   ) -> dict[str, list[dict[str, Any]]]:
+    """The summary's mark of the seeds (of `seeds`, in order) whose loss became non-finite
+    or exploded (`history.divergence`): {"diverged": [{seed, round, metric}, ...]}, or
+    nothing at all where none did (a normal run's summary.json keeps its bytes)."""
+    marks = [{"seed": seed, "round": found.round, "metric": found.metric}
+             for seed in seeds if (found := diverged.get(seed)) is not None]
+    return {"diverged": marks} if marks else {}
 
 
 def _but_seeds(params: dict[str, Any]) -> str:

@@ -20,12 +20,13 @@ from rich.console import Console
 
 from clusterfl.core.errors import UserError
 from clusterfl.core.io import atomic_write_json, atomic_write_text, shown
+from clusterfl.partition import load_partition
 from clusterfl.run.config import VALIDATION_KEY, load_params
 from clusterfl.run.execution import SeedJob, run_jobs
 from clusterfl.run.executors import choose_executor
 from clusterfl.training.history import lower_is_better
 from clusterfl.training.tuning import apply_point, grid_points, pick
-from pipeline.common import SuitePaths, output_dir, suite_flag
+from pipeline.common import SuitePaths, output_dir, require_participation, suite_flag
 
 
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
@@ -67,6 +68,8 @@ def run(experiment: str, algorithm: str, params_path: Path, console: Console,
             if not split.exists():
                 raise UserError(f"{split}: missing; run `clusterfl partition {exp.partition} "
                                 f"{hint}` first")
+            if i == 0:  # the grid varies lr and K, never the clients a round takes
+                require_participation(params, e, load_partition(split), split)
             jobs.append((i, SeedJob(e, a, dataset, split, seed, engine, device)))
     console.print(f"tune {experiment}/{algorithm}: {len(points)} grid points x seeds "
                   f"{list(tuning.seeds)} on the validation split", highlight=False)
@@ -100,14 +103,16 @@ def _point(point: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" for k, v in point.items() if k not in ("score", "scores"))
 
 
-def read_picks(path: Path, experiment: str, algorithm: str) -> dict[str, Any]:
-    """The picked grid point of this cell's picks.json (written by `clusterfl tune`)."""
+def read_picks(path: Path, experiment: str, algorithm: str, suite: str) -> dict[str, Any]:
+    """The picked grid point of this cell's picks.json (written by `clusterfl tune`);
+    `suite`: how hints name the suite (`common.suite_flag`: `tune` defaults to the
+    benchmark, so the hint names the suite of the train that asked)."""
     try:
         data = json.loads(path.read_text())
         cell, picked = (data["experiment"], data["algorithm"]), dict(data["picked"])
     except FileNotFoundError:
-        raise UserError(f"{path}: missing; run `clusterfl tune {experiment} {algorithm}` "
-                        "first") from None
+        raise UserError(f"{path}: missing; run `clusterfl tune {experiment} {algorithm} "
+                        f"{suite}` first") from None
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise UserError(f"{path}: not a picks file ({type(err).__name__}: {err})") from None
     if cell != (experiment, algorithm):

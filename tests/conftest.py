@@ -38,6 +38,7 @@ LONGEST_FIRST = (
     "tests/test_checkpoints.py",        # 36
     "tests/test_kill_resume.py",        # 36
     "tests/test_config_errors.py",      # 33
+    "tests/test_traps.py",              # 33
 )
 
 

@@ -72,7 +72,7 @@ def test_plan_totals_cells_in_sequence_and_the_sweep_pool_by_hand():
     unknown = Plan("s", None, jobs=2, cells=cells[2:], total=4)
     assert total_line(unknown) == (
         "suite s: 1 of 4 cells to train, none of known cost (no timings in logs/ and not "
-        "probed: run `clusterfl plan` without --no-probe to time them)")
+        "probed: run `clusterfl plan --suite s` without --no-probe to time them)")
 
 
 def test_stage_overhead_is_the_median_time_between_cell_ends_beyond_their_rounds(tmp_path):

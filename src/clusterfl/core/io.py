@@ -50,6 +50,11 @@ def _atomic(path: Path, write: Callable[[Path], object]) -> None:
     try:
         write(tmp)
         os.replace(tmp, path)
+    except OSError as err:  # e.g. a full disk: the error names `path`, not the temporary
+        tmp.unlink(missing_ok=True)
+        if err.errno is None or err.filename not in (None, str(tmp)):
+            raise
+        raise OSError(err.errno, err.strerror or os.strerror(err.errno), str(path)) from err
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

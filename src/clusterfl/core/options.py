@@ -15,6 +15,9 @@ from typing import Any, TypeVar
 from clusterfl.core.errors import UserError, check_keys
 
 T = TypeVar("T")
+# the largest float32 (numpy.finfo(numpy.float32).max): the models train in float32, and a
+# hyperparameter beyond it (`lr: 1e300`) overflows in the first tensor operation it meets
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 def _check_type(key: str, value: Any, annotation: Any) -> Any:
@@ -27,6 +30,9 @@ def _check_type(key: str, value: Any, annotation: Any) -> Any:
     if annotation is float and isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value):
             raise UserError(f"{key}: must be a finite number, got {value!r}")
+        if abs(value) > FLOAT32_MAX:
+            raise UserError(f"{key}: {value!r} overflows float32, the models' dtype; allowed: "
+                            f"numbers of magnitude up to {FLOAT32_MAX:.4g}")
         return float(value)
     if annotation is int and isinstance(value, int) and not isinstance(value, bool):
         return value

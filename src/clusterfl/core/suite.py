@@ -139,6 +139,7 @@ def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:
         if "suite" not in raw:
             raise UserError(f"{path}: missing top-level key 'suite'")
         chain.append((path, mapping(raw["suite"], f"{path}:suite")))
+        check_folder_name(path, chain[-1][1].get("name"))
         parent = chain[-1][1].get("extends")
         if parent is None:
             return chain
@@ -148,6 +149,27 @@ def suite_chain(path: Path) -> list[tuple[Path, dict[str, Any]]]:
             raise UserError(f"{where}: no suite {parent!r} ({shown(path)} does not exist)")
         if path.resolve() in {p.resolve() for p, _ in chain}:
             raise UserError(f"{where}: suite {parent!r} extends itself")
+
+
+def folder_name(path: Path) -> str | None:
+    """The name suite file `path` must have: its folder's for suites/<name>/params.yaml (the
+    name `--suite` finds it by and the folders its data, results and reports go to), None for
+    any other file (the root params.yaml is `default`; a file of your own names itself)."""
+    where = path.resolve()
+    if where.name == "params.yaml" and where.parent.parent.name == "suites":
+        return where.parent.name
+    return None
+
+
+def check_folder_name(path: Path, name: Any) -> None:
+    """A one-line error when suite file `path` lies in suites/<folder>/ and names another
+    suite: a copied folder whose `suite.name` was not changed would run (and overwrite) the
+    other suite's data, results and reports under DVC."""
+    folder = folder_name(path)
+    if folder is not None and name is not None and name != folder:
+        raise UserError(f"{path}:suite.name: {name!r} is not its folder's name {folder!r} (a "
+                        f"copied suite folder keeps the name it was copied from: the commands "
+                        f"would train and overwrite suite {name!r}); set name: {folder}")
 
 
 def _merged_block(path: Path) -> dict[str, Any]:

@@ -82,6 +82,26 @@ class AlgorithmConfig:
     hyper: Any
 
 
+MAX_SEED = 2**32 - 1  # numpy's legacy generators (and scikit-learn's) take 0 .. 2**32 - 1
+
+
+def check_seeds(seeds: Any, key: str) -> list[int]:
+    """`suite.seeds`: a non-empty list of distinct integers in 0 .. 2**32 - 1 (a negative
+    seed is no numpy seed; a repeated one trains the same run twice and reports its std as
+    0). Anything else is a one-line error naming the entry."""
+    if not (isinstance(seeds, list) and seeds):
+        raise UserError(f"{key}: expected a non-empty list of integers (distinct, >= 0), "
+                        f"got {seeds!r}")
+    for i, seed in enumerate(seeds):
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+            raise UserError(f"{key}[{i}]: expected an integer in 0 .. {MAX_SEED} (seeds are "
+                            f"distinct non-negative integers), got {seed!r}")
+        if seed in seeds[:i]:
+            raise UserError(f"{key}[{i}]: seed {seed} is listed twice (seeds are distinct: "
+                            "a repeated seed trains the same run again)")
+    return list(seeds)
+
+
 def _names(value: Any, key: str, allowed: Mapping[str, Any]) -> list[str]:
     if not isinstance(value, list):
         raise UserError(f"{key}: expected a list of names")
@@ -132,6 +152,11 @@ class SuiteConfig:
                                         f"{where}:suite.training"), f"{where}:suite.training")
         self.raw = catalogue
         check_keys(self.tracking, ("experiment",), f"{cat}tracking")
+        experiment = self.tracking.get("experiment", "clusterfl")
+        if not (isinstance(experiment, str) and experiment.strip()):
+            raise UserError(f"{cat}tracking.experiment: expected the name of an MLflow "
+                            f"experiment (a non-empty string; default: clusterfl), got "
+                            f"{experiment!r}")
         load_plugins(self.suite_raw.get("plugins") or [], suite_root(suite_file),
                      f"{where}:suite.plugins")
         # the suite's own algorithm entries (a user's method), usable with any experiment
@@ -231,9 +256,7 @@ class SuiteConfig:
 
     def _validate_suite(self) -> tuple[list[Cell], list[str], list[str]]:
         s, key = self.suite_raw, f"{self.file}:suite"
-        seeds = s.get("seeds")
-        if not (isinstance(seeds, list) and seeds and all(isinstance(x, int) for x in seeds)):
-            raise UserError(f"{key}.seeds: expected a non-empty list of integers")
+        check_seeds(s.get("seeds"), f"{key}.seeds")
         cells = grid_cells(s.get("grid") or [], f"{key}.grid", self.paper_of,
                            self._algorithms_of(), unknown_name)
         for cell in cells:

@@ -10,6 +10,7 @@ the format and the types, and names the file in one line when anything is off.
 import csv
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,52 @@ def lower_is_better(name: str) -> bool:
     if name in METRICS:
         return metric(name).lower_is_better
     return name.endswith(("_mse", "_loss", "_mae", "error"))
+
+
+# When a run has diverged (`divergence`): a loss this far above its first round's (or 1),
+# or above `EXPLODED` at any round
+RISE = 1e3
+EXPLODED = 1e6
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first round at which a run's loss became non-finite or exploded."""
+
+    round: int
+    metric: str
+    value: float
+
+    def describe(self) -> str:
+        what = "not finite" if not math.isfinite(self.value) else "exploded"
+        return f"{self.metric} {self.value:.3g} at round {self.round} ({what})"
+
+
+def divergence(records: list[dict[str, float]]) -> Divergence | None:
+    """The first round where the run's loss is non-finite or has exploded, else None (a run
+    that learns, however badly, is never marked).
+
+    Its losses are the recorded metrics named `*_loss` (a classifier's loss: cross-entropy,
+    which starts near ln(classes), 2.3 for 10; or the softmax squared error or binary
+    cross-entropy, both at most a few units) and `*_mse` (a regression's squared error,
+    whose scale is the data's). Diverged is: any of them nan or infinite; or a `*_loss`
+    above `RISE` (1e3) times its first round's value (at least 1), or above `EXPLODED`
+    (1e6): a classifier's loss that large means logits hundreds to a million apart, which
+    no run that still learns reaches (measured: `lr: 1e30` gives a test loss of 7e30 from
+    round 1). A `*_mse` is checked for non-finite values only, its scale being the data's
+    (P4's Standalone reaches finite errors of 1e8 on some draws, and that is its result)."""
+    first: dict[str, float] = {}
+    for record in records:
+        for name, value in record.items():
+            if not name.endswith(("_loss", "_mse")):
+                continue
+            if not math.isfinite(value):
+                return Divergence(int(record["round"]), name, float(value))
+            if name.endswith("_loss"):
+                start = first.setdefault(name, value)
+                if value > min(EXPLODED, RISE * max(start, 1.0)):
+                    return Divergence(int(record["round"]), name, float(value))
+    return None
 
 
 @dataclass
