@@ -61,51 +61,98 @@ def _require(path: Path, hint: str) -> Path:
     return path
 
 
+@dataclasses.dataclass
+class Options:
+    """How `run` trains a cell: which seeds, tracked or not, the engine and device, and how
+    its seeds run (`workers` processes of `threads` threads, or a given `executor` with its
+    `submitted` and `lock`); `picks`: a tune stage's picks.json."""
+    seeds: list[int] | None = None
+    track: bool = True
+    engine: str = "vectorized"
+    workers: int | None = None
+    device: str = "cpu"
+    executor: Executor | None = None
+    picks: Path | None = None
+    threads: int | None = None
+    submitted: Callable[[], None] | None = None
+    lock: AbstractContextManager[Any] | None = None
+
+
+@dataclasses.dataclass
+class CellRun:
+    """One cell, ready to train: its resolved experiment and algorithm, the seed jobs and
+    where they run, where it writes, the seeds it keeps and its MLflow tracker."""
+    params: SuiteConfig
+    experiment: str
+    algorithm: str
+    exp: Experiment
+    alg: AlgorithmConfig
+    seeds: list[int]
+    executor: Executor
+    jobs: list[SeedJob]
+    checkpoints: CheckpointPolicy
+    paths: SuitePaths
+    suite: str  # the --suite (or -p) flag that names it in hints
+    position: tuple[int, int] | None
+    kept: dict[int, RunHistory]
+    record: dict[str, Any]
+    tracker: Any
+
+
+@dataclasses.dataclass
+class Trained:
+    """What a cell's training left: the seeds its summary covers, its mean and std over
+    them, the divergence marks, every seed's summary and the primary metric's name."""
+    present: list[int]
+    mean: dict[str, float]
+    marks: dict[str, Any]
+    summaries: dict[int, dict[str, float]]
+    primary: str | None
+
+
 def run(experiment: str, algorithm: str, params_path: Path, console: Console,
         seeds: list[int] | None = None, track: bool = True, engine: str = "vectorized",
         workers: int | None = None, device: str = "cpu", executor: Executor | None = None,
         picks: Path | None = None, threads: int | None = None,
         submitted: Callable[[], None] | None = None,
         lock: AbstractContextManager[Any] | None = None) -> None:
-    """Train every seed of the cell; `workers` (--jobs) > 1 trains seeds in that many
-    processes of `threads` threads (`execution.choose_executor`), `executor` (e.g.
-    `clusterfl sweep`'s, shared by many cells, with its `submitted` and `lock`:
-    `execution.run_jobs`) overrides them; `picks`: the benchmark's tune stage's picks.json,
-    whose picked lr (and K) replace the params' values (`pipeline.tune`).
-
-    The cell is trained holding its lock (`common.cell_lock`): a second train of it while
-    this one runs is a one-line error (exit 1) that changes nothing. After the cell, the
-    suite's orphan checkpoints are removed (`common.remove_orphan_checkpoints`)."""
+    """Train every seed of the cell (the `Options` fields say how). The cell is trained
+    holding its lock (`common.cell_lock`): a second train of it while this one runs is a
+    one-line error (exit 1) that changes nothing. After the cell, the suite's orphan
+    checkpoints are removed (`common.remove_orphan_checkpoints`)."""
     started = time.monotonic()
     params = load_params(params_path, load=())  # the cell's paper alone, on first use
     paths = SuitePaths(params.home)
+    options = Options(seeds, track, engine, workers, device, executor, picks, threads,
+                      submitted, lock)
     with cell_lock(paths.cell_dir(experiment, algorithm)):
-        _train(params, experiment, algorithm, console, started, seeds, track, engine, workers,
-               device, executor, picks, threads, submitted, lock)
+        cell = prepare(params, experiment, algorithm, options, console)
+        trained = execute(cell, options, console)
+        remove_checkpoints(cell.checkpoints.directory, cell.seeds)
+        summarize(cell, trained, console, started)
     remove_orphan_checkpoints(paths, lambda line: console.print(line, highlight=False,
                                                                 soft_wrap=True))
 
 
-def _train(params: SuiteConfig, experiment: str, algorithm: str, console: Console,
-           started: float, seeds: list[int] | None, track: bool, engine: str,
-           workers: int | None, device: str, executor: Executor | None, picks: Path | None,
-           threads: int | None, submitted: Callable[[], None] | None,
-           lock: AbstractContextManager[Any] | None) -> None:
-    """`run`'s work, holding the cell's lock."""
+def prepare(params: SuiteConfig, experiment: str, algorithm: str, options: Options,
+            console: Console) -> CellRun:
+    """The cell's settings (a tune stage's picks applied), its seed jobs and executor, its
+    data and partitions checked before anything runs, the seeds it keeps and its tracker."""
     exp = params.experiment(experiment)
     alg = params.algorithm(algorithm, experiment=experiment)
     suite = suite_flag(params)  # `-p FILE` for a suite file --suite cannot name
     picked = None
-    if picks is not None:
+    if options.picks is not None:
         from pipeline.tune import read_picks
 
-        picked = read_picks(picks, experiment, algorithm, suite)
+        picked = read_picks(options.picks, experiment, algorithm, suite)
     if picked is not None:
         exp, alg = apply_point(exp, alg, picked)
-    seeds = seeds or params.seeds
+    seeds = options.seeds or params.seeds
+    executor, device = options.executor, options.device
     if executor is None:  # how the seeds run (and the device they run on) unless given
-        executor, device = choose_executor(jobs=workers, runs=len(seeds), threads=threads,
-                                           device=device)
+        executor, device = choose_executor(jobs=options.workers, runs=len(seeds),
+                                           threads=options.threads, device=device)
     paths = SuitePaths(params.home)
     position = cell_position(params.suite_cells(), experiment, algorithm)
     if position is None:
@@ -118,43 +165,54 @@ def _train(params: SuiteConfig, experiment: str, algorithm: str, console: Consol
     checkpoints = CheckpointPolicy(paths.checkpoint_dir(experiment, algorithm).resolve(),
                                    params.checkpoint_every)
     jobs = [SeedJob(exp, alg, dataset, _require(paths.partition_file(exp.partition, seed),
-                    f"clusterfl partition {exp.partition} {suite}"), seed, engine, device,
-                    checkpoints=checkpoints)
+                    f"clusterfl partition {exp.partition} {suite}"), seed, options.engine,
+                    device, checkpoints=checkpoints)
             for seed in seeds]
     load_dataset(dataset)  # validated before any run is created: a bad file is one line
     for job in jobs:
         require_participation(params, exp, load_partition(job.partition), job.partition)
     cell = run_params(params.suite, exp, alg, seeds, params.partitions[exp.partition])
-    logs = paths.log_dir(experiment, algorithm)
-    final = paths.cell_dir(experiment, algorithm)
     # the suite's other seeds already on disk stay (`clusterfl train ... --seed 0` by hand):
     # checked before any training, so a corrupt or foreign one fails in a second
-    kept = kept_seeds(final, logs / "tracking.json", params.seeds, seeds, cell,
-                      f"clusterfl train {experiment} {algorithm} {suite}")
-    summaries = {seed: history.summary() for seed, history in kept.items()}
-    diverged = {seed: divergence(history.records) for seed, history in kept.items()}
+    kept = kept_seeds(paths.cell_dir(experiment, algorithm),
+                      paths.log_dir(experiment, algorithm) / "tracking.json", params.seeds,
+                      seeds, cell, f"clusterfl train {experiment} {algorithm} {suite}")
     if position is not None:  # the suite-level line (under `dvc repro` a cell is a process)
         console.print(f"cell {position[0]} of {position[1]} of suite {params.suite!r}: "
                       f"{experiment}/{algorithm}, seeds {seeds}", highlight=False)
     record = _tracking_record(params, experiment, algorithm, cell, picked)
-    tracker = _tracker(record, params.suite, console) if track else None
+    tracker = _tracker(record, params.suite, console) if options.track else None
+    return CellRun(params, experiment, algorithm, exp, alg, seeds, executor, jobs,
+                   checkpoints, paths, suite, position, kept, record, tracker)
+
+
+def execute(cell: CellRun, options: Options, console: Console) -> Trained:
+    """Train the cell's seeds into a new copy of its results directory (with the seeds it
+    keeps), swapped in whole with its summary.json once every seed is written."""
+    tracker, logs = cell.tracker, cell.paths.log_dir(cell.experiment, cell.algorithm)
+    final = cell.paths.cell_dir(cell.experiment, cell.algorithm)
+    summaries = {seed: history.summary() for seed, history in cell.kept.items()}
+    diverged = {seed: divergence(history.records) for seed, history in cell.kept.items()}
+    primaries = [history.primary for history in cell.kept.values()]
 
     def live(job: SeedJob) -> list[Callback]:
-        out: list[Callback] = [progress_callback(job.name, exp.schedule.rounds)]
+        out: list[Callback] = [progress_callback(job.name, cell.exp.schedule.rounds)]
         return out + ([tracker.seed_callback(job.seed)] if tracker is not None else [])
 
     with output_dir(final) as out:
         for seed in summaries:
             shutil.copytree(final / f"seed{seed}", out / f"seed{seed}")
         try:
-            for job, history in run_jobs(executor, jobs, live, submitted, lock):
-                if not executor.live:
+            for job, history in run_jobs(cell.executor, cell.jobs, live, options.submitted,
+                                         options.lock):
+                if not cell.executor.live:
                     if tracker is not None:
                         replay(history, tracker.seed_callback(job.seed))
                     console.print(f"{job.name}: {_last(history)}")
                 (logs / f"seed{job.seed}").mkdir(parents=True, exist_ok=True)
                 history.write(out / f"seed{job.seed}", timings=logs / f"seed{job.seed}")
                 summaries[job.seed] = history.summary()
+                primaries.append(history.primary)
                 diverged[job.seed] = found = divergence(history.records)
                 if found is not None:
                     console.print(f"[yellow]warning:[/yellow] {job.name}: diverged: "
@@ -166,34 +224,41 @@ def _train(params: SuiteConfig, experiment: str, algorithm: str, console: Consol
                 killed = isinstance(err, KeyboardInterrupt | SystemExit)
                 tracker.finish({}, status="KILLED" if killed else "FAILED")
             raise
-        present = summary_seeds(params.seeds, summaries)
+        present = summary_seeds(cell.params.seeds, summaries)
         rows = [summaries[s] for s in present]
         mean = {k: float(np.mean([s[k] for s in rows])) for k in rows[0]}
         std = {f"{k}_std": float(np.std([s[k] for s in rows])) for k in rows[0]}
         marks = diverged_marks(present, diverged)  # only where a seed diverged
         atomic_write_json(out / "summary.json", {"seeds": present, **mean, **std, **marks})
-        atomic_write_json(logs / "tracking.json", record)
+        atomic_write_json(logs / "tracking.json", cell.record)
         if tracker is not None:
             tracker.log_artifact(out / "summary.json")
             tracker.finish({**mean, **std})
-    remove_checkpoints(checkpoints.directory, seeds)
-    name = history.primary
+    # every seed of a cell scores the same metrics: the last one trained names the primary
+    return Trained(present, mean, marks, summaries, primaries[-1] if primaries else None)
+
+
+def summarize(cell: CellRun, trained: Trained, console: Console, started: float) -> None:
+    """The cell's closing lines: its primary metric over seeds (and any divergence), the
+    suite's seeds it still lacks, and the whole suite's progress."""
+    experiment, algorithm, params = cell.experiment, cell.algorithm, cell.params
+    name = trained.primary
     if name is not None:
-        last, best = (_fmt(name, mean[f"{k}_{name}"]) for k in ("last", "best"))
+        last, best = (_fmt(name, trained.mean[f"{k}_{name}"]) for k in ("last", "best"))
         console.print(f"{experiment}/{algorithm}: {name} last {last} best {best} "
-                      f"over seeds {present}" + "".join(
+                      f"over seeds {trained.present}" + "".join(
                           f"; seed {m['seed']} diverged ({m['metric']} at round {m['round']})"
-                          for m in marks.get("diverged", [])), highlight=False,
-                      soft_wrap=bool(marks))
-    missing = [s for s in params.seeds if s not in summaries]
+                          for m in trained.marks.get("diverged", [])), highlight=False,
+                      soft_wrap=bool(trained.marks))
+    missing = [s for s in params.seeds if s not in trained.summaries]
     if missing:
         console.print(f"{experiment}/{algorithm}: seeds {missing} of suite {params.suite!r} "
                       f"have no results yet; `clusterfl train {experiment} {algorithm} "
-                      f"{suite}` trains them", highlight=False)
-    if position is not None:  # the whole suite's progress (`pipeline.progress`)
-        if set(params.seeds) <= set(seeds):  # a whole cell, not a seed trained by hand
-            record_finished(paths, experiment, algorithm, time.monotonic() - started)
-        console.print(suite_progress(paths, [(e, a) for _, e, a in params.suite_cells()],
+                      f"{cell.suite}` trains them", highlight=False)
+    if cell.position is not None:  # the whole suite's progress (`pipeline.progress`)
+        if set(params.seeds) <= set(cell.seeds):  # a whole cell, not a seed trained by hand
+            record_finished(cell.paths, experiment, algorithm, time.monotonic() - started)
+        console.print(suite_progress(cell.paths, [(e, a) for _, e, a in params.suite_cells()],
                                      experiment, algorithm), highlight=False)
 
 
