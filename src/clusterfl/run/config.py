@@ -129,9 +129,30 @@ class SuiteConfig:
         data and results this one uses and how many grid entries are its (`suite.home`;
         default: its own). Every error names the file the key was written in."""
         self.file = suite_file
-        where = str(suite_file)
+        catalogue = self._read_suite(raw, catalogue, catalogue_file)
+        extra = self._read_papers(catalogue, paper_params)
+        self._validate_catalogue()
+        self.tuning: Tuning | None = None  # the suite's `tuning` block, if it has one
+        self.cells, self.suite_datasets, self.suite_partitions = self._validate_suite()
+        # `home`: where this suite's data and results live; `own_cells`: what it trains there
+        self.home, home_entries = home or (self.suite, 0)
+        inherited = set(grid_cells((self.suite_raw.get("grid") or [])[:home_entries], "",
+                                   self.paper_of, self._algorithms_of(), unknown_name))
+        self.own_cells = [c for c in self.cells if c not in inherited]
+        for key in dict.fromkeys([*extra, *(load if load is not None
+                                             else (c.paper for c in self.cells))]):
+            self.paper(key)
+        for cell in self.cells:
+            if cell.paper in self.papers:
+                self.algorithm(cell.algorithm, experiment=cell.experiment)
+
+    def _read_suite(self, raw: Mapping[str, Any], catalogue: Mapping[str, Any] | None,
+                    catalogue_file: Path | None) -> Mapping[str, Any]:
+        """The suite block's keys, name, training overrides and tracking settings checked,
+        its plugin files run; returns the catalogue (the root params.yaml's mapping)."""
+        where = str(self.file)
         check_keys(raw, CATALOGUE_KEYS if catalogue is None else ("suite",), f"{where}:")
-        self.catalogue_file = (suite_file if catalogue is None
+        self.catalogue_file = (self.file if catalogue is None
                                else catalogue_file or Path("params.yaml"))
         cat = f"{self.catalogue_file}:"
         catalogue = raw if catalogue is None else catalogue
@@ -157,8 +178,17 @@ class SuiteConfig:
             raise UserError(f"{cat}tracking.experiment: expected the name of an MLflow "
                             f"experiment (a non-empty string; default: clusterfl), got "
                             f"{experiment!r}")
-        load_plugins(self.suite_raw.get("plugins") or [], suite_root(suite_file),
+        load_plugins(self.suite_raw.get("plugins") or [], suite_root(self.file),
                      f"{where}:suite.plugins")
+        return catalogue
+
+    def _read_papers(self, catalogue: Mapping[str, Any],
+                     paper_params: Mapping[str, Mapping[str, Any]] | None
+                     ) -> dict[str, Paper]:
+        """Every paper's params file read (not yet imported), the catalogue's datasets and
+        partitions and the suite's own algorithm entries; returns the suite's own papers
+        (`papers:`, imported now)."""
+        where, cat = str(self.file), f"{self.catalogue_file}:"
         # the suite's own algorithm entries (a user's method), usable with any experiment
         self.suite_algorithms = mapping(self.suite_raw.get("algorithms") or {},
                                         f"{where}:suite.algorithms")
@@ -182,20 +212,7 @@ class SuiteConfig:
             if owners:
                 raise UserError(f"{where}:suite.algorithms.{name}: already an algorithm of "
                                 f"paper {owners[0]!r}; name yours differently")
-        self._validate_catalogue()
-        self.tuning: Tuning | None = None  # the suite's `tuning` block, if it has one
-        self.cells, self.suite_datasets, self.suite_partitions = self._validate_suite()
-        # `home`: where this suite's data and results live; `own_cells`: what it trains there
-        self.home, home_entries = home or (self.suite, 0)
-        inherited = set(grid_cells((self.suite_raw.get("grid") or [])[:home_entries], "",
-                                   self.paper_of, self._algorithms_of(), unknown_name))
-        self.own_cells = [c for c in self.cells if c not in inherited]
-        for key in dict.fromkeys([*extra, *(load if load is not None
-                                             else (c.paper for c in self.cells))]):
-            self.paper(key)
-        for cell in self.cells:
-            if cell.paper in self.papers:
-                self.algorithm(cell.algorithm, experiment=cell.experiment)
+        return extra
 
     # -- reading ------------------------------------------------------------------------------
     def _add_paper(self, key: str, params_file: Path, raw: dict[str, Any] | None) -> None:
