@@ -1,5 +1,8 @@
 """Shared fixtures: the repository root and a tiny federated problem."""
 
+# isort: off
+import clusterfl  # noqa: F401  (first: it pins the math libraries' CPU paths before they load)
+# isort: on
 import os
 from pathlib import Path
 
