@@ -64,12 +64,12 @@ def train_cells(out: Path) -> dict[str, str]:
     # isort: split
     import numpy as np
 
-    from clusterfl.config import load_params
+    from clusterfl.core.types import Dataset
     from clusterfl.data import build_dataset
     from clusterfl.engine import configure_threads
     from clusterfl.partition import build_partition
-    from clusterfl.runner import run_seed
-    from clusterfl.types import Dataset
+    from clusterfl.run.config import load_params
+    from clusterfl.run.runner import run_seed
 
     threads = os.environ.get("CLUSTERFL_THREADS")
     configure_threads(int(threads) if threads else None)
