@@ -150,6 +150,37 @@ def gpu(
         print(json.dumps(row), flush=True)
 
 
+@bench_app.command("cell")
+def cell(
+    cells: Annotated[str, typer.Argument(
+        help="Comma-separated EXPERIMENT/ALGORITHM cells of the suite, e.g. "
+             "p1_cifar10_cnn/pfedkm_k4,p2_letters_1090/fedsoft.")],
+    suite: Annotated[Path, typer.Option(
+        help="The suite's params.yaml.")] = Path("suites/paper_online/params.yaml"),
+    rounds: Annotated[int, typer.Option(help="Timed rounds (after one warm-up round).")] = 1,
+    device: DeviceOpt = "cpu",
+    fashion_mnist: Annotated[Path, typer.Option(
+        help="Folder of the Fashion-MNIST idx .gz files (random data of its shape if absent).")
+                             ] = Path("/usr/share/datasets/fashion-mnist"),
+    threads: ThreadsOpt = None,
+) -> None:
+    """Seconds per whole round of suite cells as `clusterfl train` builds them (seed 0), on
+    random data of the dataset's real shape where it cannot be had offline (CIFAR-10, EMNIST
+    letters) or Fashion-MNIST; split into the round and the evaluation."""
+    from clusterfl.bench.gpu import cell_round_seconds
+    from clusterfl.engine import configure_threads
+
+    configure_threads(threads)
+    pairs = [c.strip().split("/") for c in cells.split(",") if c.strip()]
+    if rounds < 1 or not pairs or any(len(p) != 2 for p in pairs):
+        typer.echo("error: cells as EXPERIMENT/ALGORITHM[,...]; --rounds >= 1", err=True)
+        raise typer.Exit(2)
+    for experiment, algorithm in pairs:
+        row = cell_round_seconds(_device(device), rounds, fashion_mnist,
+                                 (experiment, algorithm), suite)
+        print(json.dumps(row), flush=True)
+
+
 @bench_app.command("fedc")
 def fedc(
     clients: Annotated[int, typer.Option(help="P, the clients.")] = 100,

@@ -63,6 +63,25 @@ def test_engine_command_runs_a_cnn_row_on_the_conv_kernel_at_its_own_batch():
     assert row["engine_client_steps_per_s"] > 0 and row["vmap_client_steps_per_s"] > 0
 
 
+def test_cnn_cells_build_on_stand_in_data_of_the_real_shape(tmp_path):
+    """The paper_online letters cell (its data cannot be downloaded here) as `bench cell`
+    builds it: the suite's partition and CNN on random EMNIST-shaped data, the conv kernel."""
+    from pathlib import Path
+
+    from clusterfl.bench.gpu import build_cell, cell_dataset
+
+    cifar, note = cell_dataset("cifar10", tmp_path, 0)
+    assert cifar.x.shape[1:] == (3, 32, 32) and cifar.num_classes == 10 and "synthetic" in note
+    instance, _, source = build_cell("cpu", cell=("p2_letters_1090", "fedsoft"),
+                                     suite=Path("suites/paper_online/params.yaml"))
+    data = instance.ctx.engine.data
+    assert type(instance.ctx.engine.kernel).__name__ == "ConvKernel"
+    assert data.num_clients == 100 and data.train_x.shape[2:] == (1, 28, 28)
+    assert int(data.train_y.max()) < 26 and source.startswith("synthetic emnist_letters_case")
+    bad = CliRunner().invoke(bench_app, ["cell", "p1_cifar10_cnn"])
+    assert bad.exit_code == 2 and "EXPERIMENT/ALGORITHM" in bad.output
+
+
 def test_adam_command_times_both_paths_on_the_models_parameters():
     result = CliRunner().invoke(bench_app, ["adam", "--clients", "3", "--models", "mlr,dnn",
                                             "--repeats", "1"])

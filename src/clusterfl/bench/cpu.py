@@ -7,9 +7,10 @@
 - `bench_round`: whole rounds (local work, server step, evaluation of every client) of a
   setting any peer framework can reproduce; see `round_setting`.
 
-Engine timings keep the best of a few repeats after a warm-up (as `timeit` does): on a shared
-machine other processes only ever add time, and the same rule applies to every engine, so the
-ratios taken in one run are what compare. Round timings are medians over rounds.
+Engine timings keep the best of a few repeats after a warm-up (as `timeit` does), the engines
+taking turns: on a shared machine other processes only ever add time, and the same rule
+applies to every engine, so the ratios taken in one run are what compare. Round timings are
+medians over rounds.
 """
 
 import statistics
@@ -26,6 +27,7 @@ from clusterfl.engine import (
     Adam,
     BatchPlan,
     ClientData,
+    LocalEngine,
     ReferenceEngine,
     Sgd,
     VectorizedEngine,
@@ -145,15 +147,23 @@ def bench_engine(
     data, model, start, who, plan = engine_problem(model_name, clients, batch, local_steps,
                                                    hidden, seed, device)
     rule = Sgd(lr=0.05)
-
-    def rate(engine: Any, n: int) -> float:
-        seconds = best_seconds(lambda: engine.train(start, who, rule, plan), n)
-        return clients * local_steps / seconds
-
     fast = VectorizedEngine(model, data)
-    engine_rate = rate(fast, repeats)
-    vmap_rate = rate(VectorizedEngine(model, data, "vmap"), repeats)
-    reference_rate = rate(ReferenceEngine(model, data), reference_repeats)
+    engines: dict[str, LocalEngine] = {
+        "engine": fast, "vmap": VectorizedEngine(model, data, "vmap"),
+        "reference": ReferenceEngine(model, data)}
+    # Interleaved (each engine once per repeat, best kept): on a shared machine the load
+    # drifts over minutes, and back-to-back repeats of one engine would all catch one phase.
+    best = dict.fromkeys(engines, float("inf"))
+    for engine in engines.values():
+        engine.train(start, who, rule, plan)  # warm-up
+    for i in range(max(repeats, reference_repeats)):
+        for name, engine in engines.items():
+            if i < (reference_repeats if name == "reference" else repeats):
+                begin = time.perf_counter()
+                engine.train(start, who, rule, plan)
+                best[name] = min(best[name], time.perf_counter() - begin)
+    engine_rate, vmap_rate, reference_rate = (clients * local_steps / best[name]
+                                              for name in engines)
     gemm = gemm_gflops()
     flops = training_flops_per_sample(model, tuple(data.train_x.shape[2:])) * batch
     engine_gflops = engine_rate * flops / 1e9

@@ -177,18 +177,47 @@ def engine_row(clients: int, device: str, precision: Precision = "fp32", batch: 
     return row
 
 
+# Datasets a cell may need that cannot be downloaded here: random stand-ins of their real
+# shape (input, classes, domains as `emnist_letters_case` marks them), 60,000 samples.
+STAND_INS: dict[str, tuple[tuple[int, ...], int, int]] = {
+    "cifar10": ((3, 32, 32), 10, 0),
+    "emnist_letters_case": ((1, 28, 28), 26, 2),
+}
+
+
+def cell_dataset(source: str, data_root: Path, seed: int) -> tuple[Any, str]:
+    """The data of a cell whose dataset comes from `source`: Fashion-MNIST from `data_root`
+    (or random data of its shape), a random stand-in of a `STAND_INS` shape; (Dataset,
+    what it is)."""
+    from clusterfl.core.types import Dataset
+
+    rng = np.random.default_rng(seed)
+    if source == "fashion_mnist":
+        x, y, note = fashion_mnist(rng, data_root)
+        return Dataset("fashion_mnist", x, y, CLASSES), note
+    if source not in STAND_INS:
+        raise ValueError(f"no stand-in for dataset source {source!r}; one of "
+                         f"fashion_mnist, {', '.join(STAND_INS)}")
+    shape, classes, domains = STAND_INS[source]
+    n = 60_000
+    domain = rng.integers(0, domains, n) if domains else None
+    names = tuple(f"domain{d}" for d in range(domains)) if domains else ()
+    dataset = Dataset(source, rng.random((n, *shape), dtype=np.float32),
+                      rng.integers(0, classes, n), classes, domain=domain, domain_names=names)
+    return dataset, f"synthetic {source}-shaped data ({n} samples {shape}, {classes} classes)"
+
+
 def build_cell(device: str, precision: Precision = "fp32", rounds: int | None = None,
                data_root: Path = FASHION_MNIST_DIR, cell: tuple[str, str] = P1_CELL,
                suite: Path = Path("suites/paper/params.yaml"), seed: int = 0
                ) -> tuple[Any, list[Any], str]:
-    """A paper-suite cell's seed as `clusterfl train` builds it (its experiment, partition,
+    """A suite cell's seed as `clusterfl train` builds it (its experiment, partition,
     model, schedule and algorithm from the suite's params), in `precision` (its
-    `training.precision`)
-    and (optionally) fewer rounds, on Fashion-MNIST from `data_root` or random data of its
-    shape where that is absent: (algorithm, evaluators, data source)."""
+    `training.precision`) and (optionally) fewer rounds, on `cell_dataset`'s data:
+    (algorithm, evaluators, data source)."""
     import dataclasses
 
-    from clusterfl.core.types import Dataset, SeedInputs
+    from clusterfl.core.types import SeedInputs
     from clusterfl.evaluators import build_evaluators
     from clusterfl.partition import build_partition
     from clusterfl.run.config import load_params
@@ -203,10 +232,8 @@ def build_cell(device: str, precision: Precision = "fp32", rounds: int | None = 
         schedule = dataclasses.replace(schedule, rounds=rounds)
     experiment = dataclasses.replace(experiment, schedule=schedule)
     entry = dict(params.partition(experiment.partition))
-    entry.pop("dataset")
+    dataset, source = cell_dataset(params.dataset(str(entry.pop("dataset")))[0], data_root, seed)
     scheme = entry.pop("scheme")
-    x, y, source = fashion_mnist(np.random.default_rng(seed), data_root)
-    dataset = Dataset("fashion_mnist", x, y, CLASSES)
     partition = build_partition(dataset, scheme, entry, seed, f"partitions.{experiment.partition}")
     ctx = algorithm.cls.make_context(SeedInputs(experiment, dataset, partition, seed,
                                                 "vectorized", device))
@@ -215,12 +242,15 @@ def build_cell(device: str, precision: Precision = "fp32", rounds: int | None = 
     return instance, build_evaluators(names, ctx), source
 
 
-def cell_round_seconds(device: str, rounds: int = 2, data_root: Path = FASHION_MNIST_DIR
-                       ) -> dict[str, Any]:
-    """Median seconds per whole round (train, server step, evaluation) of the P1 cell, and
-    of its parts: the round itself (local training and the server's step, k-means included),
-    k-means alone (its `kmeans_seconds`), and the evaluation of every client."""
-    instance, evaluators, source = build_cell(device, data_root=data_root)
+def cell_round_seconds(device: str, rounds: int = 2, data_root: Path = FASHION_MNIST_DIR,
+                       cell: tuple[str, str] = P1_CELL,
+                       suite: Path = Path("suites/paper/params.yaml")) -> dict[str, Any]:
+    """Median seconds per whole round (train, server step, evaluation) of a suite's cell
+    (the P1 DNN cell by default), and of its parts: the round itself (local training and
+    the server's step, k-means included), k-means alone (its `kmeans_seconds`), and the
+    evaluation of every client."""
+    instance, evaluators, source = build_cell(device, data_root=data_root, cell=cell,
+                                              suite=suite)
     instance.setup()
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     parts: dict[str, list[float]] = {"round": [], "evaluation": [], "kmeans": []}
@@ -241,7 +271,8 @@ def cell_round_seconds(device: str, rounds: int = 2, data_root: Path = FASHION_M
     seconds = time_rounds(one_round, rounds)
     timed = {f"{name}_seconds": round(float(np.median(values[1:])), 3)
              for name, values in parts.items()}  # [1:]: without the warm-up round
-    return {"bench": "cell", "device": device, "cell": "/".join(P1_CELL),
+    return {"bench": "cell", "device": device, "cell": "/".join(cell),
+            "kernel": type(getattr(getattr(instance.ctx, "engine", None), "kernel", None)).__name__,
             "seconds_per_round": round(seconds, 3), **timed, "rounds_timed": rounds,
             "data": source, "threads": torch.get_num_threads()}
 
