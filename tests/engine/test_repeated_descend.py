@@ -67,3 +67,21 @@ def test_pfedme_in_the_engine_takes_the_repeated_descend(monkeypatch):
     rule = MoreauEnvelope(lr=0.05, personal_lr=0.05, lam=15.0, inner_steps=5)
     VectorizedEngine(model, data).train(stacked_params(model, 5), torch.arange(5), rule, plan)
     assert calls and set(calls) == {5}
+
+
+def test_small_ops_run_on_one_thread_and_restore_the_setting():
+    from clusterfl.engine.kernels import SMALL_OPS, small_ops
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with small_ops(SMALL_OPS - 1):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with small_ops(SMALL_OPS):  # large enough for two threads: left alone
+            assert torch.get_num_threads() == 2
+        with pytest.raises(RuntimeError), small_ops(10):
+            raise RuntimeError("restored on the way out too")
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

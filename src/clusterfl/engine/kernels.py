@@ -15,7 +15,8 @@ by default cross-entropy for class labels, squared error for float regression ta
 kernel built with `loss` (one of `losses.LOSSES`) uses that loss on class labels.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -28,6 +29,26 @@ from clusterfl.engine.losses import loss_grad, sample_loss
 from clusterfl.engine.rules import Coef, GradOracle, descend_unfused_, shrink_and_pull_
 
 Visit = Callable[[int, torch.Tensor, torch.Tensor], None]  # (layer, dz, its input)
+# Below this many floats a step's tensors hold (weights past the first layer and one
+# activation), its ops run on one thread: waking a second costs more than the op (2 threads,
+# OMP_WAIT_POLICY=PASSIVE: softmax of [20, 10, 10] 10-12 us against 5, a [20, 10, 100] bmm
+# 13-16 against 8; docs/engine.md).
+SMALL_OPS = 2**18
+
+
+@contextmanager
+def small_ops(floats: int) -> Iterator[None]:
+    """One intra-op thread inside the block when its tensors hold under `SMALL_OPS` floats,
+    the process's setting after."""
+    threads = torch.get_num_threads()
+    if threads == 1 or floats >= SMALL_OPS:
+        yield
+        return
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 @dataclass(frozen=True)
@@ -283,14 +304,15 @@ class BmmKernel:
                 shrink_and_pull_(bias, 1.0, anchor[bn], pull)
 
         scale, carried = 1.0, 0.0  # k^t and c_t
-        for t in range(steps):
-            first = torch.add(bias.unsqueeze(1), start, alpha=scale)
-            if pulled is not None and t:
-                first.add_(pulled, alpha=carried)
-            if t:
-                first.baddbmm_(gram, acc, alpha=-lr)
-            self._backward(params, batch, visit, first)
-            scale, carried = scale * keep, carried * keep + pull
+        with small_ops(sum(params[w].numel() for w, _ in self.layers[1:]) + start.numel()):
+            for t in range(steps):
+                first = torch.add(bias.unsqueeze(1), start, alpha=scale)
+                if pulled is not None and t:
+                    first.add_(pulled, alpha=carried)
+                if t:
+                    first.baddbmm_(gram, acc, alpha=-lr)
+                self._backward(params, batch, visit, first)
+                scale, carried = scale * keep, carried * keep + pull
         weight.baddbmm_(acc.transpose(1, 2), x, beta=scale, alpha=-lr)
         if pulled is not None and anchor is not None:
             weight.add_(anchor[wn], alpha=carried)
