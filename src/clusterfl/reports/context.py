@@ -53,10 +53,12 @@ def links_for(location: Path | None, depth: int, references: Mapping[str, str],
 
 def committed_references(keys: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
     """Paper key -> `reference/<suite>/<key>/report` for each committed reference report of
-    those papers (the first suite in name order where a paper has several)."""
+    those papers at the papers' scale (the first suite in name order where a paper has
+    several; the default suite's snapshot, `reference/default/`, is no paper-scale run)."""
     out = {}
     for key in keys:
-        found = sorted(root.glob(f"reference/*/{key}/report/index.html"))
+        found = sorted(p for p in root.glob(f"reference/*/{key}/report/index.html")
+                       if p.parts[-4] != "default")
         if found:
             out[key] = found[0].parent.relative_to(root).as_posix()
     return out
