@@ -32,6 +32,7 @@ import re
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import product
 from pathlib import Path
 from typing import Any
@@ -133,13 +134,14 @@ class Code:
         re-runs its cells alone (never a download); train and tune stages are exact."""
         files = {self.modules[n].path.resolve() for n in names}
         if coarse:
-            files |= {f for package in self._packages() if package & files for f in package}
+            files |= {f for package in self._packages if package & files for f in package}
         return [self._relative(p) for p in self._cover([self.root / "src/clusterfl",
                                                         self.root / "pipeline"], files)]
 
+    @cached_property
     def _packages(self) -> list[set[Path]]:
         """The module files of pipeline/, of each package of the core but papers/ and
-        algorithms/, and of each paper's package (papers/<key>/)."""
+        algorithms/, and of each paper's package (papers/<key>/): read once per `Code`."""
         core, papers = self.root / "src/clusterfl", self.root / "src/clusterfl/papers"
         exact = {papers, core / "algorithms"}
         packages = [self.root / "pipeline",
