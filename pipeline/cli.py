@@ -431,10 +431,17 @@ def reproduce(
     env = {**os.environ, "CLUSTERFL_JOBS": str(jobs),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     console.print(f"dvc repro {target} (CLUSTERFL_JOBS={jobs})", highlight=False)
+    lock = dvc_file(path).with_suffix(".lock")
+    before = lock.read_text() if lock.is_file() else None
     status = subprocess.run([sys.executable, "-m", "dvc", "repro", target], env=env).returncode
     remove_orphans(load_params(path).home)  # e.g. of a cell DVC restored from its cache
     if status:
         raise typer.Exit(status)
+    if before is not None:  # another CPU family's last bits: keep the committed lock
+        from pipeline.lock_family import keep
+
+        if (kept := keep(lock, before, suite)).line:
+            console.print(kept.line, highlight=False, soft_wrap=True)
 
 
 @app.command()
