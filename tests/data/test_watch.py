@@ -1,5 +1,6 @@
 """The smartwatch recordings (seglearn's format, built here): windows, a split by recording,
-train-only standardisation, the checksum, and subjects as the modality scheme's clients."""
+train-only standardisation, the checksum, and subjects or whole recordings as the modality
+scheme's clients."""
 
 import hashlib
 import io
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 from clusterfl.core.errors import UserError
+from clusterfl.core.types import Dataset
 from clusterfl.data import watch
-from clusterfl.partition.clustered import ModalityOptions, modality
+from clusterfl.partition.clustered import ModalityOptions, modality, pooled_tests
 
 
 def raw(lengths=(300, 200, 260, 130, 400, 250), seed=0) -> dict:
@@ -118,7 +120,7 @@ def test_subjects_are_the_clients_of_their_modality_with_the_datasets_split():
         assert set(view.tolist()) == {part.cluster[k]}
         assert len(set(data.groups[rows].tolist())) == 1  # one subject
         assert (data.split[rows] == 0).all() and (data.split[test % n] == 1).all()
-    with pytest.raises(UserError, match="clients: must be dirichlet or subjects"):
+    with pytest.raises(UserError, match="clients: must be dirichlet, subjects or recordings"):
         ModalityOptions(clients="people").validate("partitions.p.scheme")
 
 
@@ -136,3 +138,56 @@ def test_every_test_exercise_keeps_a_training_recording_of_its_subject():
     # a subject with every exercise once still gets its test recording
     once = watch.test_recordings(np.zeros(3, int), np.arange(3), 0.25, np.random.default_rng(0))
     assert once.sum() == 1
+
+
+def recordings() -> Dataset:
+    """6 recordings (exercises 0, 1, 2, 0, 1, 2) of 4 windows each, the last one its test tail."""
+    return Dataset(name="rec", x=np.zeros((24, 4), np.float32), y=np.repeat([0, 1, 2] * 2, 4),
+                   num_classes=3, split=np.tile([0, 0, 0, 1], 6).astype(np.int8),
+                   modalities=("a", "b"), modality_sizes=(2, 2),
+                   extras={"recording": np.repeat(np.arange(6), 4)})
+
+
+def test_recordings_are_dealt_whole_to_label_skewed_clients_with_the_datasets_split():
+    data = recordings()
+    # one client a modality: each takes the 3 recordings dealt to its modality, 9 + 3 windows
+    one = modality(data, ModalityOptions(clients="recordings", clients_per_modality=1,
+                                         min_size=1), np.random.default_rng(3))
+    assert [len(t) for t in one.train] == [9, 9] and [len(t) for t in one.test] == [3, 3]
+    assert one.cluster.tolist() == [0, 1]
+    held = [set((t % 24 // 4).tolist()) for t in one.train]
+    assert held[0] | held[1] == set(range(6)) and not held[0] & held[1]
+    # the modalities' shares are the generator's first permutation of the 6 recordings
+    first = np.random.default_rng(3).permutation(6)
+    assert held == [set(first[:3].tolist()), set(first[3:].tolist())]
+    # two clients a modality: every recording wholly with one client, train rows 0-2, test 3
+    two = modality(data, ModalityOptions(clients="recordings", clients_per_modality=2,
+                                         min_size=1), np.random.default_rng(5))
+    owner = {}
+    for k, (train, test) in enumerate(zip(two.train, two.test, strict=True)):
+        assert set((train // 24).tolist()) <= {two.cluster[k]}
+        for rec in set((train % 24 // 4).tolist()):
+            assert owner.setdefault(rec, k) == k
+            assert sorted((train % 24)[train % 24 // 4 == rec] % 4) == [0, 1, 2]
+            assert ((test % 24)[test % 24 // 4 == rec] % 4).tolist() == [3]
+    assert sorted(owner) == list(range(6)) and sum(len(t) for t in two.train) == 18
+    with pytest.raises(UserError, match="needs a dataset with recording ids"):
+        modality(Dataset(name="x", x=data.x, y=data.y, num_classes=3, split=data.split,
+                         modalities=("a", "b"), modality_sizes=(2, 2)),
+                 ModalityOptions(clients="recordings"), np.random.default_rng(0))
+
+
+def test_a_pooled_test_scores_every_client_on_its_modalitys_test_samples():
+    got = pooled_tests((np.array([1, 5]), np.array([2]), np.array([7, 3])), np.array([0, 1, 0]))
+    assert [t.tolist() for t in got] == [[1, 3, 5, 7], [2], [1, 3, 5, 7]]
+    # the same draw as `own` (trains identical), each test the union of its modality's tails
+    opts = {"clients": "recordings", "clients_per_modality": 2, "min_size": 1}
+    own = modality(recordings(), ModalityOptions(**opts), np.random.default_rng(5))
+    pooled = modality(recordings(), ModalityOptions(**opts, test="pooled"),
+                      np.random.default_rng(5))
+    assert all(np.array_equal(a, b) for a, b in zip(own.train, pooled.train, strict=True))
+    for k, test in enumerate(pooled.test):
+        mine = [t for t, c in zip(own.test, own.cluster, strict=True) if c == own.cluster[k]]
+        assert test.tolist() == sorted(np.concatenate(mine).tolist()) and len(test) == 3
+    with pytest.raises(UserError, match="test: must be own or pooled"):
+        ModalityOptions(test="mine").validate("partitions.p.scheme")

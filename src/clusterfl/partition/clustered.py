@@ -15,8 +15,11 @@
   accelerometer holds its own recordings; reading: the groups hold disjoint recordings), and
   within each group by Dirichlet(alpha) label skew (the paper says only "non-IID"); with
   `clients: subjects` the dataset's subjects are the clients instead, dealt to the modalities,
-  and its own train/test split is kept (`subject_modality`); `modalities` picks some of the
-  dataset's modalities (cluster j = the j-th named).
+  and its own train/test split is kept (`subject_modality`); with `clients: recordings` the
+  dataset's whole recordings are dealt out instead, by label skew (`recording_modality`);
+  `test: pooled` scores each client on its modality's pooled test samples instead of its
+  own (`pooled_tests`); `modalities` picks some of the dataset's modalities (cluster j = the
+  j-th named).
 - `similarity` (FedC's syn_noniid): k-means (scikit-learn, one k-means++ initialisation) on
   the flattened features into `num_clients` groups, group j -> client j. The ground truth kept
   is each client's mixture over the true labels (clients straddle clusters).
@@ -127,11 +130,13 @@ class ModalityOptions:
     min_size: int = 10
     test_fraction: float = 0.25
     modalities: tuple[str, ...] = ()  # which of the dataset's modalities; () = all
-    clients: str = "dirichlet"  # or "subjects": the dataset's groups are the clients
+    clients: str = "dirichlet"  # "subjects": the dataset's groups; "recordings": label skew
+    test: str = "own"  # or "pooled": every client scored on its modality's test samples
 
     def validate(self, key: str) -> None:
-        require(self.clients in ("dirichlet", "subjects"), f"{key}.clients",
-                "must be dirichlet or subjects")
+        require(self.clients in ("dirichlet", "subjects", "recordings"), f"{key}.clients",
+                "must be dirichlet, subjects or recordings")
+        require(self.test in ("own", "pooled"), f"{key}.test", "must be own or pooled")
         require(self.clients_per_modality > 0, f"{key}.clients_per_modality", "must be > 0")
         require(self.alpha > 0, f"{key}.alpha", "must be > 0")
         require(0 <= self.test_fraction < 1, f"{key}.test_fraction", "must be in [0, 1)")
@@ -149,7 +154,27 @@ def modality(
             raise UserError(f"{key}.modalities: {name!r} is not a modality of {dataset.name!r}"
                             f" (allowed: {', '.join(dataset.modalities)})")
     if opts.clients == "subjects":
-        return subject_modality(dataset, names, rng, key)
+        part = subject_modality(dataset, names, rng, key)
+    elif opts.clients == "recordings":
+        part = recording_modality(dataset, names, opts, rng, key)
+    else:
+        part = dirichlet_modality(dataset, names, opts, rng, key)
+    if opts.test == "pooled" and part.cluster is not None:
+        return Partition(part.train, pooled_tests(part.test, part.cluster), part.cluster,
+                         views=part.views)
+    return part
+
+
+def pooled_tests(test: tuple[np.ndarray, ...], cluster: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each client's test set replaced by its cluster's (modality's) pooled test samples."""
+    pooled = {int(g): np.sort(np.concatenate([t for t, c in zip(test, cluster, strict=True)
+                                              if c == g])) for g in np.unique(cluster)}
+    return tuple(pooled[int(g)] for g in cluster)
+
+
+def dirichlet_modality(dataset: Dataset, names: tuple[str, ...], opts: ModalityOptions,
+                       rng: np.random.Generator, key: str) -> Partition:
+    """`modality`'s samples dealt at random to the modalities, then Dirichlet label skew."""
     n, m = len(dataset.y), len(names)
     groups = np.array_split(rng.permutation(n), m)
     clients, cluster = [], []
@@ -178,6 +203,32 @@ def subject_modality(dataset: Dataset, names: tuple[str, ...], rng: np.random.Ge
     for g, share in enumerate(np.array_split(subjects, len(names))):
         for subject in np.sort(share):
             mine = dataset.groups == subject
+            train.append(encode(g, np.flatnonzero(mine & (dataset.split == 0)), n))
+            test.append(encode(g, np.flatnonzero(mine & (dataset.split == 1)), n))
+            cluster.append(g)
+    views = tuple(f"modality:{name}" for name in names)
+    return Partition(tuple(train), tuple(test), cluster=np.array(cluster), views=views)
+
+
+def recording_modality(dataset: Dataset, names: tuple[str, ...], opts: ModalityOptions,
+                       rng: np.random.Generator, key: str) -> Partition:
+    """`modality` over whole recordings (`dataset.extras["recording"]`): the recordings dealt
+    at random to the modalities in equal shares, then within each by Dirichlet(alpha) label
+    skew over the recordings (each labelled by its samples' label; `min_size` counts
+    recordings), every sample of a recording with its client; train and test as the dataset
+    splits them (`dataset.split`: the watch data's recording tails), never redrawn."""
+    recording = dataset.extras.get("recording")
+    if recording is None or dataset.split is None:
+        raise UserError(f"{key}.clients: 'recordings' needs a dataset with recording ids "
+                        f"(extras) and a train/test split; {dataset.name!r} has none")
+    n = len(dataset.y)
+    ids, first = np.unique(recording, return_index=True)
+    labels = dataset.y[first]
+    train, test, cluster = [], [], []
+    for g, share in enumerate(np.array_split(rng.permutation(len(ids)), len(names))):
+        for part in dirichlet_split(labels, np.sort(share), opts.clients_per_modality,
+                                    opts.alpha, opts.min_size, rng, key):
+            mine = np.isin(recording, ids[part])
             train.append(encode(g, np.flatnonzero(mine & (dataset.split == 0)), n))
             test.append(encode(g, np.flatnonzero(mine & (dataset.split == 1)), n))
             cluster.append(g)

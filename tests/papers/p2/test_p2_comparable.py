@@ -52,17 +52,24 @@ def test_excess_ratio_per_row_or_one_d():
     np.testing.assert_allclose(cmp.excess_ratio(m, 4.0, noise=2.0), [[0.0, 2.0], [2.0, 0.0]])
 
 
-def test_table3_rows_sorted_and_the_spread_of_a_draw():
-    ours = np.array([[1.0, 3.0], [10.0, 20.0], [0.0, 2.0]])
-    paper = np.array([[5.0, 5.0], [2.0, 2.0], [40.0, 0.0]])
-    np.testing.assert_array_equal(cmp.sorted_row_means(ours), [1.0, 2.0, 15.0])
-    rows = cmp.table3_comparisons("t", ours, paper)
-    assert [(r.quantity, r.ours, r.paper) for r in rows] == [
-        ("row mean, rank 1", 1.0, 2.0), ("row mean, rank 2", 2.0, 5.0),
-        ("row mean, rank 3", 15.0, 20.0), ("mean of all cells", 6.0, 9.0)]
-    np.testing.assert_array_equal(cmp.spread(np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]])),
-                                  [4.0, 0.0, 4.0])
-    assert cmp.expected_spread(8, 10, 10 ** 0.5) == pytest.approx(87.5)  # 88.5 with σ² = 1
+def test_table3_by_the_mean_of_all_cells_and_its_range_over_draws():
+    # S = 3 on a line, σ0 = 1, d = 2: spread 4, 0, 4 (mean 8/3); ours 5 per cell on average,
+    # so the centers add 5 − 1 − 8/3 = 4/3; chi-square, 4 degrees of freedom: 0.4844, 11.1433
+    line = cmp.Draw(np.array([[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]]), 1.0, 1.0, ())
+    np.testing.assert_array_equal(cmp.spread(line.theta), [4.0, 0.0, 4.0])
+    row = cmp.table3_comparison("t", [4.0, 6.0], np.array([[5.0, 5.0], [2.0, 2.0]]), line)
+    assert (row.quantity, row.ours, row.paper) == ("mean of all cells", 5.0, 3.5)
+    assert row.band == pytest.approx((1 + 4 / 3 + 0.484419 / 3, 1 + 4 / 3 + 11.143287 / 3))
+    assert cmp.agrees(row, 0.0)  # 3.5 inside 2.495 to 6.048, though 30 % below ours
+    assert not cmp.agrees(cmp.Comparison("t", "m", 5.0, 6.1, row.band), 0.5)
+    # the range holds another draw's mean of all cells 95 % of the time (S = 8, d = 10)
+    rng = np.random.default_rng(0)
+    sigma0 = 10 ** 0.5
+    low, high = cmp.overall_range(1.0, 0.0, 8, 10, sigma0)
+    draws = [1.0 + cmp.spread(rng.normal(0.0, sigma0, (8, 10))).mean() for _ in range(4000)]
+    assert 0.94 < np.mean([low <= v <= high for v in draws]) < 0.96
+    assert (low, high) == pytest.approx((1 + 10 * 48.757565 / 8, 1 + 10 * 95.023184 / 8))
+    assert cmp.expected_spread(8, 10, sigma0) == pytest.approx(87.5)  # 88.5 with σ² = 1
     assert cmp.expected_spread(2, 1, 2.0) == 2.0
 
 
@@ -115,12 +122,14 @@ def test_the_section_on_hand_made_cells():
     assert "| `e2` | 16.0 | 16.0, 16.0 | 19.5, 16.0 | 16.0, 16.0 | 16.0 |" in lines
     assert "| `e2` | 0.125 (0.062) | 0.562 (0.562) | 0.562 (0.562) | 0.062 (0.062) | 3 of 4 |" \
         in lines
-    # e3: ours' row means 1, 5, 9 against 1, 5, 5; all cells 5 against 3.67; σ² + spread 1, 5, 5
-    assert "| row mean, rank 3 | 9.0 | 5.0 | 5.0 | no |" in lines
-    assert "| mean of all cells | 5.0 | 3.7 | 3.7 | no |" in lines
+    # e3: all cells 5 against 3.67 (27 % apart); our draw's σ² + mean spread 3.67, so the
+    # centers add 4/3 and another draw's mean of all cells lies in 2.5 to 6.0 (test above)
+    assert ("| `e3` | 5.0 (one seed: no interval over 1 seed) | 3.7 | 3.7 | 2.5 to 6.0 | yes |"
+            in lines)
     assert "| 1 | `e2` | 10.00 ± 0.00 | 2.00 ± 0.00 | 2.00 | yes |" in lines
-    assert ("**6 of 9** comparable numbers are within 15% of the paper's (3 of 4 in `e2`, 2 of 4 "
-            "in `e3`, 1 of 1 in Table 6's w̄). " + EXCLUDED.rstrip("\n")) in lines
+    assert ("**5 of 6** comparable numbers are within 15% of the paper's (Table 3's inside its "
+            "range over draws) (3 of 4 in `e2`, 1 of 1 in `e3`, 1 of 1 in Table 6's w̄). "
+            + EXCLUDED.rstrip("\n")) in lines
     assert section([], refs) == []
 
 

@@ -89,9 +89,13 @@ def test_stand_in_table_and_claims(tmp_path: Path) -> None:
             "within noise |") in md
     assert ("best other unimodal_meta_fl 83.75 ± 1.25 (paper: about +7.18 points); mmfl "
             "against mmfl_lr0_01: wins on 2 of 2 seeds") in md
+    # Fig. 5's list only: standalone (+47.50 points on both seeds) is not among them
+    row = next(line for line in md.splitlines() if line.startswith("| mmfl_beats_others"))
+    assert [part.split(":")[0] for part in row.split(" | ")[2].split("; ")[2:]] == [
+        "mmfl against mmfl_lr0_01", "mmfl_lr0_001", "mmfl_lr0_0001", "unimodal_fl",
+        "unimodal_meta_fl"]
     assert ("unimodal_meta_fl: wins on 0 of 2 seeds, mean paired difference -1.25 points (95 % "
-            "interval -17.13 to +14.63); standalone: wins on 2 of 2 seeds, mean paired "
-            "difference +47.50 points (95 % interval +15.73 to +79.27) | within noise |") in md
+            "interval -17.13 to +14.63) | within noise |") in row
     assert ("| claim | paper | ours | verdict | reading | open choices | cause | replicates |"
             in md)
 
@@ -167,3 +171,21 @@ def test_fl_against_standalone_is_checked_at_every_rate_both_ran_at() -> None:
     assert rows[0].ours.startswith("accelerometer: FL 30.00 ± 0.00 vs standalone 40.00")
     assert rows[1].ours.startswith("unimodal_fl_lr0_1 vs standalone_lr0_1: accelerometer: "
                                    "FL 80.00 ± 0.00 vs standalone 60.00")
+
+
+def test_an_experiments_reading_leads_each_of_its_claims_rows() -> None:
+    from clusterfl.papers.p3.report.claims import claims_section
+
+    finals = {"unimodal_fl_lr0_3": {"test_acc": [0.7, 0.8], "test_acc_a": [0.7, 0.8]},
+              "standalone_lr0_3": {"test_acc": [0.9, 0.9], "test_acc_a": [0.9, 0.9]}}
+    refs = {"experiment_readings": {"pooled": "scored on\n  the pooled tails"}}
+    pooled = [line for line in claims_section(finals, ["a"], refs, "pooled")
+              if line.startswith("| fl_beats_standalone")]
+    own = [line for line in claims_section(finals, ["a"], refs, "own")
+           if line.startswith("| fl_beats_standalone")]
+    # -20 and -10 points: 0 of 2 seeds, mean -15, 95 % interval -15 ± 12.706 x 5
+    assert pooled == [own[0].replace("| unimodal_fl_lr0_3 vs", "| scored on the pooled tails: "
+                                     "unimodal_fl_lr0_3 vs")]
+    assert ("unimodal_fl_lr0_3 vs standalone_lr0_3: a: FL 75.00 ± 5.00 vs standalone 90.00 ± "
+            "0.00, FL wins on 0 of 2 seeds, mean paired difference -15.00 points (95 % interval "
+            "-78.53 to +48.53) | within noise |") in own[0]

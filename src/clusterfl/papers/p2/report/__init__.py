@@ -116,6 +116,9 @@ class P2Report:
             parts.append(f"No paper numbers for this dataset: it stands in for "
                          f"`{paper.stand_in_for}`, whose paper numbers are shown apart, "
                          f"labelled \"{paper.label}\".\n")
+            note = (self.references.get(exp) or {}).get("note")
+            if note:  # against the paper's ordering of the methods
+                parts.append(f"Against the paper: {' '.join(str(note).split())}.\n")
         for alg, seeds in self.cells[exp].items():
             have = [s for s in seeds if s.holdout is not None and s.match is not None]
             if not have:

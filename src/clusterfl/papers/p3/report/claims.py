@@ -12,6 +12,7 @@ the picked fixed rate; the rows after it are the ablations at the other rates ru
 """
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,14 @@ def fixed_rates(finals: Finals) -> list[str]:
     parses the rate, so a name like `mmfl_lr_sweep` is not taken for one)."""
     rated = {a: r for a in finals if (r := rate_of(a, "mmfl")) is not None}
     return sorted(rated, key=lambda a: rated[a], reverse=True)
+
+
+def fig5_method(cell: str) -> bool:
+    """One of the methods Fig. 5 sets mmFL against: the pooled model ("multimodal LSTM",
+    `centralized`), unimodal FL, multimodal FL (mmFL at a fixed rate), unimodal meta-FL, each
+    at any rate; not Standalone (Fig. 2's) nor mmFL's own variants (`mmfl_rest`, ...)."""
+    return cell in ("centralized", "unimodal_fl", "unimodal_meta_fl") or any(
+        rate_of(cell, family) is not None for family in ("centralized", "unimodal_fl", "mmfl"))
 
 
 def rate_pairs(finals: Finals, first: str, second: str) -> list[tuple[str, str]]:
@@ -113,14 +122,12 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
                          f"{mean('unimodal_meta_fl', k)}, mmfl {_said(c)}"
                          for m, k, c in zip(modalities, per_mod, cmps, strict=True))
         rows.append(ClaimRow("mmfl_beats_unimodal_meta", text, decide(c.verdict for c in cmps)))
-    # the compared methods, not mmFL's own variants (mmfl_rest, mmfl_per_modality, ...); with
-    # a selection, each family at its picked rate
+    # Fig. 5's methods (`fig5_method`); with a selection, each family at its picked rate
     meta = metas[0]
-    others = [a for a in finals if have(a) and a != "mmfl"
-              and (not a.startswith("mmfl") or rate_of(a, "mmfl") is not None)]
+    others = [a for a in finals if have(a) and fig5_method(a)]
     if selection is not None:
         picked = [selection.cell(f) for f in selection.picks]
-        others = [a for a in picked if a and have(a)] + [
+        others = [a for a in picked if a and have(a) and fig5_method(a)] + [
             a for a in others if not any(a.startswith(f) for f in selection.picks)]
     if have(meta) and others:
         cmps = [_cmp(finals, meta, a, "test_acc") for a in others]
@@ -136,7 +143,12 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
 
 def claims_section(finals: Finals, modalities: list[str], references: Mapping[str, Any],
                    experiment: str, selection: Selection | None = None) -> list[str]:
-    rows = check(finals, modalities, selection)
+    """The claims table of one experiment; each row's numbers led by the experiment's
+    reading where references.yaml `experiment_readings` gives one (its clients, its test
+    set), so that a row says which reading it decides."""
+    reading = (references.get("experiment_readings") or {}).get(experiment)
+    rows = [replace(row, ours=f"{' '.join(str(reading).split())}: {row.ours}") if reading
+            else row for row in check(finals, modalities, selection)]
     if not rows:
         return [f"No claim of Sec. 3.2 has all its methods among `{experiment}`'s cells."]
     return [f"The paper's claims (Sec. 3.2) against `{experiment}` (final test accuracy %, "
