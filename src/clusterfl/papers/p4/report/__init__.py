@@ -5,7 +5,12 @@ the initial-scale and threshold-scale sweeps, and the paper's three Sec. 4 claim
 our numbers and a verdict (`claims`). The paper prints no numbers (references.yaml holds the
 claims' text only).
 
-Experiments are grouped by name (`groups`): `p4_fig2_m<N/K>`, `p4_init_s<s>` /
+The tuning sweep (`p4_tune_tau_*`) names each algorithm's best scale; where params use
+another one, or one at the grid's edge, every claim verdict is withheld (`tau_refusal`).
+Experiments `p4_rep_<name>` are `p4_<name>` on a second data draw: they get no figure and
+decide each claim again for its `replicates` column.
+
+Experiments are grouped by name (`groups`): `p4_fig2{,sgd,b1,b5}_m<N/K>`, `p4_init_s<s>` /
 `p4_n100_init_s<s>` (the s = 1 point is `p4_fig1` / `p4_fig1_n100`), `p4_tau_<100 x scale>`
 (the 1.0 point is `p4_fig1_n100`); any other experiment gets Fig. 1's panels. Experiments
 whose runs record test accuracy instead (the real-data extension, `real`) get their own
