@@ -162,7 +162,8 @@ def test_the_default_suites_single_cell_gets_a_sentence_not_an_empty_claims_tabl
                             tables=tmp_path / "t", figures=tmp_path / "f"))
     assert header_only_tables(out.markdown) == []
     assert ("None of the paper's claims (Sec. 4: below_ifca_grad, lower_variance, "
-            "initial_weights, sqrt_rate) can be checked on this suite's cells") in out.markdown
+            "initial_weights, sqrt_rate, more_clients) can be checked on this suite's cells"
+            ) in out.markdown
 
 
 def test_a_sweep_without_results_draws_no_legend_and_warns_nothing(tmp_path, monkeypatch):
