@@ -51,8 +51,9 @@ def test_more_clients_needs_a_fall_beyond_noise_at_every_step():
     text, verdict = falls(final, sweep, "fig2")
     assert verdict == NOISE
     assert text == ("fig2 (full batch): (1/T)Σ‖∇f_i‖² 8.33 → 4.33 → 3.33 over N/K 1, 2, 4; "
-                    "falls per step: 1→2 holds (3/3, zero spread: the interval is the value "
-                    "itself); 2→4 within noise (2/3, 95 % interval -3.97 to +5.97)")
+                    "falls per step: 1→2 holds (3 of 3 seeds, zero spread: the interval is "
+                    "the value itself); 2→4 within noise (2 of 3 seeds, 95 % interval -3.97 to "
+                    "+5.97)")
     final[("c", "pfl_tc")] = {"gradient_norm": [5.0, 6.0, 5.0]}  # +1 at every seed: rises
     assert falls(final, sweep, "fig2")[1] == FAILS
     final[("c", "pfl_tc")] = {"gradient_norm": [2.0, 3.0, 2.5]}

@@ -167,7 +167,7 @@ def falls(final: Finals, sweep: Sweep, name: str, algorithm: str = "pfl_tc"
         return None
     steps = [(a, b, compare(vb, va, lower_is_better=True))
              for (a, va), (b, vb) in itertools.pairwise(points)]
-    said = "; ".join(f"{a:g}→{b:g} {c.verdict} ({c.wins}/{c.n}, "
+    said = "; ".join(f"{a:g}→{b:g} {c.verdict} ({c.wins} of {c.n} seeds, "
                      f"{c.estimate.interval('+.3g')})" for a, b, c in steps)
     means = " → ".join(f"{np.mean(v):.3g}" for _, v in points)
     return (f"{name} ({RATE_NAMES.get(name, name)}): (1/T)Σ‖∇f_i‖² {means} over N/K "
