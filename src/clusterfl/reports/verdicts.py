@@ -50,7 +50,7 @@ Each claim in a paper's `references.yaml: claims` may carry, beside `text` and `
   it (`ablation: <experiment>` plus `text`), or a string that starts with "genuine".
 `claims_table` renders them as columns beside the verdict, and a `replicates` column: the
 verdict decided again on a second draw the reported trials never used ("not run" until
-those runs exist).
+those runs exist; `replicated` words it, saying where it flips).
 """
 
 import math
@@ -343,6 +343,13 @@ class ClaimRow:
     ours: str
     verdict: str
     replicates: str = NOT_RUN  # the verdict on a second draw (issue 55): not run yet
+
+
+def replicated(verdict: str, again: str, seeds: int) -> str:
+    """A `replicates` cell: the verdict `again` decided on the second draw (`seeds` seeds)
+    beside the trials' `verdict`; one that differs says it flips."""
+    said = f"{again} ({seeds} seed{'s' if seeds != 1 else ''})"
+    return said if again == verdict else f"{said}: flips (trials: {verdict})"
 
 
 def _cell(value: Any) -> str:

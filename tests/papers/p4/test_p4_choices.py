@@ -24,13 +24,25 @@ def test_tuning_draws_are_disjoint_from_every_reported_trial() -> None:
     seeds = set(params.seeds)
     experiments = p4_experiments(params)
     tuning = {n: e for n, e in experiments.items() if n.startswith("p4_tune_tau_")}
-    assert len(tuning) >= 3
+    replicates = {n: e for n, e in experiments.items() if n.startswith("p4_rep_")}
+    assert len(tuning) >= 3 and len(replicates) >= 4
+    drawn: dict[str, set[int]] = {}
     for name, entry in experiments.items():
         offset = int((entry.get("algorithm_options") or {}).get("data_seed_offset", 0))
-        if name in tuning:  # data seed = offset + trial: none of them a reported data seed
+        if name in tuning or name in replicates:  # none of them a reported data seed
             assert not {offset + s for s in seeds} & seeds, name
+            drawn.setdefault("tune" if name in tuning else "rep", set()).update(
+                offset + s for s in seeds)
         else:  # a reported experiment draws its data from data seed = trial
             assert offset == 0, name
+    assert not drawn["tune"] & drawn["rep"]  # the replicate draw is not the tuning draw
+    # each replicate is its trials' experiment on the second draw, nothing else changed
+    for name, entry in replicates.items():
+        trial = experiments["p4_" + name.removeprefix("p4_rep_")]
+        assert entry["partition"] == trial["partition"], name
+        options = {k: v for k, v in (entry.get("algorithm_options") or {}).items()
+                   if k != "data_seed_offset"}
+        assert options == (trial.get("algorithm_options") or {}), name
 
 
 def test_the_scales_in_use_sit_strictly_inside_the_tuning_grid() -> None:

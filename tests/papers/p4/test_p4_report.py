@@ -20,8 +20,8 @@ INIT = {("p4_init_s100", "pfl_tc"): [12.0, 12.0], ("p4_init_s100", "pdl_tc"): [6
 
 def write(results: Path, exp: str, alg: str, finals: list[float]) -> None:
     for seed, value in enumerate(finals):
-        records = [{"round": 1, "optimum_error": 100.0, "ari": 0.5},
-                   {"round": 2, "optimum_error": value, "ari": 1.0}]
+        records = [{"round": 1, "optimum_error": 100.0, "ari": 0.5, "gradient_norm": value},
+                   {"round": 2, "optimum_error": value, "ari": 1.0, "gradient_norm": value}]
         out = results / exp / alg / f"seed{seed}"
         out.mkdir(parents=True)
         (out / "history.json").write_text(json.dumps(
@@ -31,6 +31,9 @@ def write(results: Path, exp: str, alg: str, finals: list[float]) -> None:
 def test_build_writes_tables_claims_and_figures(tmp_path: Path) -> None:
     results = tmp_path / "results"
     cells = dict(FINAL) | INIT | {(f"p4_fig2_m{m}", "pfl_tc"): [v, v] for m, v in FIG2.items()}
+    # the second draw: pfl_tc 1, 1 and pdl_tc 3, 3 against ifca_grad 9, 9 (+8, +6: holds)
+    cells |= {("p4_rep_fig1", "pfl_tc"): [1.0, 1.0], ("p4_rep_fig1", "pdl_tc"): [3.0, 3.0],
+              ("p4_rep_fig1", "ifca_grad"): [9.0, 9.0]}
     for (exp, alg), values in cells.items():
         write(results, exp, alg, values)
     params = SimpleNamespace(experiment=lambda e: SimpleNamespace(title=f"title {e}"))
@@ -46,15 +49,19 @@ def test_build_writes_tables_claims_and_figures(tmp_path: Path) -> None:
             "wins on 2 of 2 seeds, mean paired difference +5 (zero spread: the interval is the "
             "value itself); pdl_tc wins on 2 of 2 seeds, mean paired difference +5 (95 % "
             "interval -7.706 to +17.71) | within noise |") in md
+    assert "| holds (2 seeds): flips (trials: within noise) |" in md  # the replicate's row
     # sample variances 2 and 0 against 420.5: ratio 210 within F(1, 1)'s 95 % interval
     # (quantiles 1/647.8 and 647.8); pdl_tc's none at all: ratio ∞
     assert ("p4_fig1: pfl_tc std 1.414, pdl_tc std 0; ifca_model std 20.51; ifca_model over "
             "ours: pfl_tc variance ratio 210 (95 % F interval 0.325 to 1.36e+05; unpaired: one "
             "variance over seeds per method); pdl_tc variance ratio ∞ (ours does not vary over "
             "seeds) | within noise |") in md
-    assert ("fig2: log-log slope -0.50 ± 0.00 over seeds, N/K = ['2', '8', '32']; 2 of 2 seeds "
-            "within [-0.75, -0.25], mean slope -0.50 (zero spread: the interval is the value "
-            "itself) | holds |") in md
+    # the gradient norm (averaged over rounds) falls as (N/K)^-1/2: at the bound's rate
+    assert ("fig2 (full batch): slope of log (1/T)Σ‖∇f_i‖² on log N/K -0.50 ± 0.00 over seeds, "
+            "N/K = 2, 8, 32; 2 of 2 seeds within [-∞, -0.50], mean slope -0.50 (zero spread: the "
+            "interval is the value itself); ARI (mean over rounds) by N/K 2: 0.75, 8: 0.75, 32: "
+            "0.75 | holds |") in md
+    assert "| more_clients |" in md
     # changes s = 1 → 100 per seed: pfl_tc +7, +5, pdl_tc 0, 0, ifca_model +154, +125
     assert ("init_n9: final error at s = 1 → 100: pfl_tc 6 → 12, pdl_tc 6 → 6, ifca_model "
             "15.5 → 155; change below ifca_model's: pfl_tc wins on 2 of 2 seeds, mean paired "
@@ -155,7 +162,8 @@ def test_the_default_suites_single_cell_gets_a_sentence_not_an_empty_claims_tabl
                             tables=tmp_path / "t", figures=tmp_path / "f"))
     assert header_only_tables(out.markdown) == []
     assert ("None of the paper's claims (Sec. 4: below_ifca_grad, lower_variance, "
-            "initial_weights, sqrt_rate) can be checked on this suite's cells") in out.markdown
+            "initial_weights, sqrt_rate, more_clients) can be checked on this suite's cells"
+            ) in out.markdown
 
 
 def test_a_sweep_without_results_draws_no_legend_and_warns_nothing(tmp_path, monkeypatch):

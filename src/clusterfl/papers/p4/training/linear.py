@@ -73,8 +73,6 @@ class ClusterHyper(StepHyper, Clustering):
 
     def validate(self, key: str) -> None:
         super().validate(key)  # the client side (StepHyper, LocalUpdate)
-        require(self.init in ("previous", "kmeans++"), f"{key}.init",
-                "must be 'previous' or 'kmeans++'")
         Clustering.validate(self, key)
 
     @property

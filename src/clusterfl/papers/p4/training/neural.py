@@ -96,8 +96,6 @@ class NeuralMomentumHyper(Clustering):
         require(self.option in (1, 2), f"{key}.option", "must be 1 or 2")
         require(self.start in ("shared", "personal"), f"{key}.start",
                 "must be 'shared' or 'personal'")
-        require(self.init in ("previous", "kmeans++"), f"{key}.init",
-                "must be 'previous' or 'kmeans++'")
 
 
 class NeuralMomentum(NeuralAlgorithm[NeuralMomentumHyper]):

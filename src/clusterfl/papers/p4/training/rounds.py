@@ -18,16 +18,23 @@ IFCA (Ghosh, Chung, Yin & Ramchandran 2020, "An Efficient Framework for Clustere
 
 Readings (the client-side ones are in `momentum`, the clustering ones in `threshold`):
 - PFL-TC initialisation v_{k,0}^t ("{v_{k_0^t}}", not specified): "Assumption 7 can be easily
-  realized by using K-means++ initialization prior to running our clustering procedure". With
-  `init = "kmeans++"` (default) every round starts from k-means++ as Arthur & Vassilvitskii
-  define it (D^2 seeding, then Lloyd's iterations; best of `kmeans_restarts`) on the current
-  momentums. Seeding alone often puts two seeds in one cluster, and Eq. (1) moves each center
-  on its own, so such a pair never separates (measured: ARI ~0.6 from the first round).
-  `init = "previous"` starts from round t-1's centers (momentums move little between rounds
-  when alpha is small) and seeds round 1 with k-means++; a lost cluster then stays lost.
+  realized by using K-means++ initialization prior to running our clustering procedure". We
+  read "K-means++ initialization" as the paper writes it: with `init = "kmeans++"` (default)
+  every round starts from ONE k-means++ seeding (D^2 sampling, `threshold.kmeans_pp_init`) of
+  the current momentums, with no Lloyd iteration and no restart; Threshold-Clustering then
+  does all the refining. Named baselines (not the paper's): `init = "kmeans"` runs a full
+  k-means from that seeding (best of `kmeans_restarts` runs of `kmeans_iterations` Lloyd
+  iterations; the earlier default, "k-means of the momentums", 10 x 20), after which the
+  threshold step at a small tau changes nothing; `tau_scale = 0` (a ball that holds no other
+  client) keeps the seeds themselves. Seeding alone may put two seeds in one cluster, and
+  Eq. (1) moves each center on its own, so such a pair does not separate within the round.
+  `init = "previous"` starts from round t-1's centers (seeding round 1 as "kmeans++"); a lost
+  cluster then stays lost.
 - "{x_{i,t} = x_{i,t-1} - eta v_{k^t}}_{i in k^t}": client i steps with the center nearest to
   its momentum (`threshold.assign`).
-- PDL-TC uses the same threshold rule, with q = 1/(2K) from Algorithm 3's input K.
+- PDL-TC uses the same threshold rule, with q = 1/K from Algorithm 3's input K (its call
+  to Threshold-Clustering has K = 1; an earlier version of this line said 1/(2K), which the
+  code never used).
 - Client models stay personal: PFL-TC, PDL-TC and the oracle move every member of a cluster by
   the same step, not to a common model. They start from one shared x_0 (`initial_state`), as
   the appendix's proof assumes; one x_0 per client or per true cluster are named variants.
@@ -56,18 +63,24 @@ from clusterfl.papers.p4.training.threshold import (
     ThresholdRule,
     assign,
     kmeans_pp,
+    kmeans_pp_init,
     threshold_clustering,
 )
+
+Init = Literal["previous", "kmeans++", "kmeans"]
+INITS: tuple[Init, ...] = ("kmeans++", "kmeans", "previous")
 
 
 @dataclass(frozen=True)
 class Clustering:
-    """Threshold-Clustering's settings: K, M rounds, the rule's scale, v_{k,0} per round."""
+    """Threshold-Clustering's settings: K, M rounds, the rule's scale, v_{k,0} per round
+    (`init`: "kmeans++" one D^2 seeding, the paper's; "kmeans" the full k-means baseline, with
+    `kmeans_iterations` and `kmeans_restarts`; "previous" round t-1's centers)."""
 
     num_clusters: int = 4
     iterations: int = 50
     tau_scale: float = 1.0
-    init: Literal["previous", "kmeans++"] = "kmeans++"
+    init: Init = "kmeans++"
     kmeans_iterations: int = 20
     kmeans_restarts: int = 10
 
@@ -75,6 +88,9 @@ class Clustering:
         require(self.num_clusters >= 1, f"{key}.num_clusters", "must be >= 1")
         require(self.iterations >= 1, f"{key}.iterations", "must be >= 1")
         require(self.tau_scale >= 0, f"{key}.tau_scale", "must be >= 0")
+        require(self.init in INITS, f"{key}.init", f"must be one of {', '.join(INITS)}")
+        require(self.kmeans_iterations >= 0, f"{key}.kmeans_iterations", "must be >= 0")
+        require(self.kmeans_restarts >= 1, f"{key}.kmeans_restarts", "must be >= 1")
 
     @property
     def rule(self) -> ThresholdRule:
@@ -165,14 +181,16 @@ def pfl_tc_server(
     generator: torch.Generator,
 ) -> tuple[Tensor, Tensor]:
     """Algorithm 2's server step on the momentums [N, d]: the K centers [K, d] by
-    Threshold-Clustering from k-means++ (or from `previous`, round t-1's centers, when
-    `clustering.init` is "previous" and there are any) and the nearest center of every client
-    [N]."""
-    if previous is None or clustering.init == "kmeans++":
+    Threshold-Clustering from v_{k,0} (`clustering.init`: one k-means++ seeding, the paper's;
+    a full k-means, the baseline; or `previous`, round t-1's centers, where there are any) and
+    the nearest center of every client [N]."""
+    if clustering.init == "kmeans":
         start = kmeans_pp(momentum, clustering.num_clusters, generator,
                           clustering.kmeans_iterations, clustering.kmeans_restarts)
-    else:
+    elif clustering.init == "previous" and previous is not None:
         start = previous
+    else:
+        start = kmeans_pp_init(momentum, clustering.num_clusters, generator)
     centers = threshold_clustering(momentum, start, clustering.rule, clustering.iterations)
     return centers, assign(momentum, centers)
 

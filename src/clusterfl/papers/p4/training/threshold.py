@@ -34,9 +34,11 @@ Readings of vague passages:
 - Clusters: Algorithm 1 returns the balls C_k = {x_i : ||x_i - v_k|| <= tau_k}, which may
   overlap or miss a point. `assign` gives each point its nearest final center instead (ties
   to the lowest index), so every client gets exactly one cluster's step in Algorithm 2.
-- k-means++ (Arthur & Vassilvitskii 2007, the paper's [2], allowed by its Assumption 7
-  remark): the first center uniform, each next one a point drawn with probability
-  proportional to its squared distance to the nearest chosen center.
+- v_{k,0}: the Assumption 7 remark's "K-means++ [2] initialization" is read as the seeding
+  alone (`kmeans_pp_init`, Arthur & Vassilvitskii 2007): the first center uniform, each next
+  one a point drawn with probability proportional to its squared distance to the nearest
+  chosen center; one seeding, no Lloyd iteration, no restart. `kmeans_pp` (seeding, then
+  Lloyd's iterations, best of several restarts) is the "k-means of the momentums" baseline.
 """
 
 from collections.abc import Callable
