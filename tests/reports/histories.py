@@ -46,6 +46,7 @@ class StandInSuite:
     seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
     rounds: int = 2  # every experiment's, after the suite's override
     own_rounds: int | None = None  # every experiment's own `training.rounds`
+    lr: float = 0.005  # every experiment's learning rate
     file: Path = Path("suites/stand-in/params.yaml")
 
     def suite_cells(self) -> list[tuple[str, str, str]]:
@@ -62,7 +63,7 @@ class StandInSuite:
 
     def experiment(self, name: str) -> SimpleNamespace:
         return SimpleNamespace(title=f"title of {name}", partition=self.partitions.get(name),
-                               schedule=SimpleNamespace(rounds=self.rounds))
+                               schedule=SimpleNamespace(rounds=self.rounds, lr=self.lr))
 
     def partition(self, name: str | None) -> dict:
         return {"dataset": "digits"}

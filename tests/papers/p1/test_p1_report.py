@@ -23,7 +23,9 @@ def test_p1_section_in_table_2_layout_with_its_figures(tmp_path):
     cells = [(SYN, "pfedkm_k3"), (SYN, "fedavg"), (MNIST, "pfedkm_k3")]
     papers = load_papers()
     paper = papers["p1"]
-    out = build(ReportInput(StandInSuite(papers, [("p1", *c) for c in cells]), paper, cells,
+    suite = StandInSuite(papers, [("p1", *c) for c in cells], seeds=[0, 1, 2, 3, 4],
+                         rounds=100)  # P1's protocol: T = 100, lr 0.005, 5 trials
+    out = build(ReportInput(suite, paper, cells,
                             results, tmp_path / "partitions",
                             yaml.safe_load(paper.references_file.read_text()),
                             tmp_path / "tables", tmp_path / "figures"))
@@ -33,8 +35,15 @@ def test_p1_section_in_table_2_layout_with_its_figures(tmp_path):
     # the synthetic column's cause makes it explained; one MNIST seed has no interval: open
     verdicts = [line for line in lines if line.startswith(("| Synthetic MLR |", "| MNIST DNN"))]
     assert [v.split(" | ")[:5] for v in verdicts] == [
-        ["| Synthetic MLR", "pfedkm_k3", "81.88", "85.00 ± 5.00", "**explained**"],
-        ["| MNIST DNN (5k subset)", "pfedkm_k3", "92.98", "95.00 ± 0.00", "**open**"]]
+        ["| Synthetic MLR", "pfedkm_k3", "81.88", "85.00 ± 5.00",
+         "**explained**, above: 1 of 2 seeds within [78.88, 84.88], ours 85.00 (95 % interval "
+         "21.47 to 148.53)"],
+        ["| MNIST DNN (5k subset)", "pfedkm_k3", "92.98", "95.00 ± 0.00",
+         "**open**, above: 1 of 1 seed within [89.98, 95.98], ours 95.00 (one seed: no "
+         "interval) (the interval straddles the band)"]]
+    # the synthetic column's cause, once, under the table
+    assert lines[lines.index("Explained (a measured cause):") + 1].startswith(
+        "- Synthetic MLR: P1's number is below the majority-class share")
     assert "| stated (the verdicts; closed: within ±3 points) | 2 | 0 | 1 | 1 |" in lines
     header = [f"| algorithm | {SYN} | {MNIST} |", "|---|---|---|"]
     theta = lines.index(header[0])
@@ -55,3 +64,19 @@ def test_p1_section_in_table_2_layout_with_its_figures(tmp_path):
                            figures / f"{SYN}_assignments.png", figures / f"{MNIST}_curves.png",
                            figures / f"{MNIST}_assignments.png"]
     assert sorted(figures.iterdir()) == sorted(out.figures)
+
+
+def test_a_suite_off_p1s_protocol_gets_no_verdicts_and_says_why(tmp_path):
+    results = tmp_path / "results"
+    write_accuracy_run(results, SYN, "pfedkm_k3", 0, [0.7, 0.8])
+    papers = load_papers()
+    paper = papers["p1"]
+    suite = StandInSuite(papers, [("p1", SYN, "pfedkm_k3")], rounds=30)  # the default's T
+    out = build(ReportInput(suite, paper, [(SYN, "pfedkm_k3")], results,
+                            tmp_path / "partitions",
+                            yaml.safe_load(paper.references_file.read_text()),
+                            tmp_path / "tables", tmp_path / "figures"))
+    assert ("Table 2's verdicts need P1's protocol (T = 100, lr 0.005, 5 trials); this suite "
+            f"runs {SYN} at T = 30, lr 0.005, 3 seeds: no verdicts here") in out.markdown
+    assert "| stated (the verdicts" not in out.markdown and "p1_table2" not in out.metrics
+

@@ -33,18 +33,20 @@ def test_the_pick_is_the_best_mean_and_says_whether_it_is_interior():
 
 def test_a_number_is_closed_only_when_its_whole_interval_is_within_the_band():
     # mean 91, interval 91 ± t(0.975, 2) / sqrt(3) = 91 ± 2.484: inside [88, 94]
-    verdict, how = number_verdict([90.0, 91.0, 92.0], 91.0, 3.0, None)
+    verdict, how = number_verdict([90.0, 91.0, 92.0], 90.5, 3.0, False)
     assert verdict == CLOSED
-    assert "3 of 3 seeds within [88.00, 94.00], ours 91.00 (95 % interval 88.52 to 93.48)" in how
+    assert how == ("above: 3 of 3 seeds within [87.50, 93.50], ours 91.00 (95 % interval "
+                   "88.52 to 93.48)")
     # the interval straddles 92 (the band's lower edge for P1's 95): open, and says so
-    verdict, how = number_verdict([90.0, 91.0, 92.0], 95.0, 3.0, None)
-    assert (verdict, how.endswith("(the interval straddles the band)")) == (OPEN, True)
-    # wholly outside: open; with a measured cause: explained, the cause quoted
-    assert number_verdict([70.0, 71.0, 72.0], 91.0, 3.0, None)[0] == OPEN
-    verdict, how = number_verdict([70.0, 71.0, 72.0], 91.0, 3.0, "the data's floor")
-    assert verdict == EXPLAINED and how.endswith("; the data's floor")
+    verdict, how = number_verdict([90.0, 91.0, 92.0], 95.0, 3.0, False)
+    assert verdict == OPEN
+    assert how.startswith("below: 1 of 3 seeds within [92.00, 98.00]")
+    assert how.endswith("(the interval straddles the band)")
+    # wholly outside: open; in a column with a measured cause: explained
+    assert number_verdict([70.0, 71.0, 72.0], 91.0, 3.0, False)[0] == OPEN
+    assert number_verdict([70.0, 71.0, 72.0], 91.0, 3.0, True)[0] == EXPLAINED
     # a number inside the band is closed even where a cause is given
-    assert number_verdict([90.0, 91.0, 92.0], 91.0, 3.0, "a cause")[0] == CLOSED
+    assert number_verdict([90.0, 91.0, 92.0], 91.0, 3.0, True)[0] == CLOSED
 
 
 def test_validation_picks_per_algorithm_with_the_seed_count():

@@ -24,6 +24,7 @@ from clusterfl.papers.p1.report.sensitivity import (
 )
 from clusterfl.papers.p1.report.table2 import (
     VALIDATION_SWEEPS,
+    off_protocol,
     picks_markdown,
     table2_markdown,
     table2_rows,
@@ -90,10 +91,15 @@ def build(report: ReportInput) -> ReportOutput:
     metrics: dict[str, Any] = {}
     numbers = table2_rows(report)
     if numbers:  # the headline: one protocol, fixed before the test split was read
-        tolerance = float(report.references["table2_protocol"].get("tolerance", 3.0))
-        parts += [TABLE2.format(label=TEST_ACC.label), *table2_markdown(numbers, tolerance)]
+        spec = report.references["table2_protocol"]
+        causes = {c["column"]: c["explained"] for c in spec["columns"] if "explained" in c}
+        parts += [TABLE2.format(label=TEST_ACC.label),
+                  *table2_markdown(numbers, float(spec.get("tolerance", 3.0)), causes)]
         metrics["p1_table2"] = {f"{r['column']}/{r['algorithm']}": r["verdict"]
                                 for r in numbers}
+    elif "table2_protocol" in report.references and (
+            why := off_protocol(report, report.references["table2_protocol"])):
+        parts += ["### Table 2 under one protocol: the verdicts\n", why, ""]
     if accurate:
         table = summary_table(pd.DataFrame(rows), report.references)
         parts += [INTRO.format(label=TEST_ACC.label),
