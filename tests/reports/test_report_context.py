@@ -131,3 +131,17 @@ def test_the_page_names_markdown_files_and_links_only_pages():
     assert page.reference("p1") == ("[reference/paper/p1/report/]"
                                     "(../../reference/paper/p1/report/index.html)")
     assert Links(None, refs, page=True).reference("p1") == "`reference/paper/p1/report/`"
+
+
+def test_the_papers_scale_is_the_paper_suites_reference_where_it_has_one(tmp_path):
+    from clusterfl.reports.context import committed_references
+
+    for suite, key in [("p1_table2_val", "p1"), ("paper", "p1"), ("default", "p2"),
+                       ("p3_watch", "p3"), ("zeta", "p3"), ("default", "p4")]:
+        page = tmp_path / "reference" / suite / key / "report" / "index.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        page.write_text("<html></html>")
+    # p1: `paper` before the validation suite that sorts first; p3: no paper-suite reference,
+    # the first suite by name; p2 and p4: the default snapshot is no paper-scale run
+    assert committed_references(["p1", "p2", "p3", "p4"], tmp_path) == {
+        "p1": "reference/paper/p1/report", "p3": "reference/p3_watch/p3/report"}

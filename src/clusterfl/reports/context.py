@@ -18,6 +18,7 @@ from clusterfl.core.io import shown
 from clusterfl.data import DATA_SOURCES
 
 DOCS = "docs/results.md"  # why each paper's numbers differ from ours, measured
+PAPER_SUITE = "paper"  # the suite that runs the papers' own scale (suites/paper)
 
 
 @dataclass(frozen=True)
@@ -53,12 +54,14 @@ def links_for(location: Path | None, depth: int, references: Mapping[str, str],
 
 def committed_references(keys: Sequence[str], root: Path = Path(".")) -> dict[str, str]:
     """Paper key -> `reference/<suite>/<key>/report` for each committed reference report of
-    those papers at the papers' scale (the first suite in name order where a paper has
-    several; the default suite's snapshot, `reference/default/`, is no paper-scale run)."""
+    those papers at the papers' scale: the `paper` suite's where it has one (the other suites
+    are side studies of it, such as `p1_table2_val`'s validation runs), else the first suite
+    in name order; the default suite's snapshot, `reference/default/`, is no paper-scale run."""
     out = {}
     for key in keys:
-        found = sorted(p for p in root.glob(f"reference/*/{key}/report/index.html")
-                       if p.parts[-4] != "default")
+        found = sorted((p for p in root.glob(f"reference/*/{key}/report/index.html")
+                        if p.parts[-4] != "default"),
+                       key=lambda p: (p.parts[-4] != PAPER_SUITE, p.parts[-4]))
         if found:
             out[key] = found[0].parent.relative_to(root).as_posix()
     return out

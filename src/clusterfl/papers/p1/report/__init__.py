@@ -6,6 +6,7 @@ reported-protocol table (`protocol.py`: context, never a verdict, since the offi
 round is picked on test) and, where the suite ran them, the sensitivity sweeps and the lr
 validation of Table 2's DNN cells (`sensitivity.py`, references.yaml `p1_sweeps`)."""
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -116,10 +117,12 @@ def build(report: ReportInput) -> ReportOutput:
     parts += diagnostic_section(report.results, "p1_model_space",
                                 "Where the synthetic clusters are visible (k-means ARI)",
                                 f"clusterfl diagnose p1-model-space --suite {report.params.suite}")
-    text, figures, swept_metrics = sensitivity_section(report, sweeps)
+    # every sweep's frame is read once: the sensitivity section and the lr picks share them
     frames = {name: sweep_frame(report.results, sweep, set(report.cells))
-              for name, sweep in sweeps.items() if name.startswith(VALIDATION_SWEEPS)}
-    picks = validation_picks({n: f for n, f in frames.items() if not f.empty})
+              for name, sweep in sweeps.items()}
+    text, figures, swept_metrics = sensitivity_section(sweeps, frames, report.figures)
+    picks = validation_picks({n: f for n, f in frames.items()
+                              if n.startswith(VALIDATION_SWEEPS) and not f.empty})
     if picks:
         text = [PICKS, picks_markdown(picks), *text]
         metrics["p1_table2_picks"] = {f"{r['sweep']}/{r['algorithm']}": {
@@ -128,19 +131,19 @@ def build(report: ReportInput) -> ReportOutput:
                         metrics={**metrics, **swept_metrics})
 
 
-def sensitivity_section(report: ReportInput, sweeps: dict[str, Any]
-                        ) -> tuple[list[str], list[Path], dict[str, Any]]:
-    """A figure and a table per sweep with results; metrics.json's `p1_sensitivity`."""
-    cells = set(report.cells)
+def sensitivity_section(sweeps: Mapping[str, Any], frames: Mapping[str, pd.DataFrame],
+                        figures_dir: Path) -> tuple[list[str], list[Path], dict[str, Any]]:
+    """A figure and a table per sweep with results (`frames`: each sweep's, by name);
+    metrics.json's `p1_sensitivity`."""
     parts: list[str] = []
     figures: list[Path] = []
     metrics: dict[str, Any] = {}
     for name, sweep in sweeps.items():
-        frame = sweep_frame(report.results, sweep, cells)
+        frame = frames[name]
         if frame.empty:
             continue
         best = best_labels(frame)
-        path = report.figures / f"p1_sensitivity_{name}.png"
+        path = figures_dir / f"p1_sensitivity_{name}.png"
         sensitivity_figure(frame, sweep["variable"], sweep.get("ylabel", THETA_VALIDATION),
                            f"P1 sensitivity: {sweep['title']}", path)
         figures.append(path)

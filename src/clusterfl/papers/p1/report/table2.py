@@ -22,6 +22,7 @@ Beside each pFedKM row, the paper's claim that pFedKM beats pFedMe, paired by se
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,16 @@ def number_verdict(values: Sequence[float], paper: float, tolerance: float,
     if explained:
         return EXPLAINED, how
     return OPEN, how + ("" if within.verdict == FAILS else " (the interval straddles the band)")
+
+
+@dataclass(frozen=True)
+class Departure:
+    """One Table 2 number under the validated DNN lr: the lr, per-seed values, verdict, how."""
+
+    lr: float
+    values: Mapping[int, float]
+    verdict: str
+    how: str
 
 
 def _values(report: ReportInput, experiment: str, algorithm: str) -> dict[int, float]:
@@ -116,9 +127,11 @@ def table2_rows(report: ReportInput) -> list[dict[str, Any]]:
                        if "validated" in column else None)
             if variant is not None:
                 values = _values(report, variant, alg)
-                row["validated"] = (report.params.experiment(variant).schedule.lr, values,
-                                    number_verdict(list(values.values()), paper[alg],
-                                                   tolerance, "explained" in column))
+                lr = report.params.experiment(variant).schedule.lr
+                if lr is None:
+                    raise ValueError(f"{variant}: a validated cell states its training.lr")
+                row["validated"] = Departure(lr, values, *number_verdict(
+                    list(values.values()), paper[alg], tolerance, "explained" in column))
             rows.append(row)
     return rows
 
@@ -130,17 +143,19 @@ def table2_markdown(rows: Sequence[Mapping[str, Any]], tolerance: float,
     lines = []
     for r in rows:
         vs = r.get("vs_pfedme")
-        lr, values, (verdict, how) = r.get("validated", (None, None, (None, None)))
+        dep: Departure | None = r.get("validated")
         lines.append([r["column"], r["algorithm"], f"{r['paper']:.2f}",
                       mean_std(list(r["stated"].values())), f"**{r['verdict']}**, {r['how']}",
                       vs.describe() if vs is not None else "",
-                      f"{mean_std(list(values.values()))} at lr {lr:g}: {verdict}, {how}"
-                      if values is not None else ""])
+                      f"{mean_std(list(dep.values.values()))} at lr {dep.lr:g}: "
+                      f"{dep.verdict}, {dep.how}" if dep is not None else ""])
     header = ["column", "algorithm", "P1", "ours, stated protocol", "verdict",
               "pFedKM vs pFedMe, paired by seed", "validated DNN lr (departure)"]
+    # a column's cause is said once, where any of its numbers (either protocol) is explained
+    with_cause = {r["column"] for r in rows if EXPLAINED in (
+        r["verdict"], getattr(r.get("validated"), "verdict", None))}
     explained = [f"- {column}: {text}" for column, text in (causes or {}).items()
-                 if any(r["column"] == column and EXPLAINED in (r["verdict"], r.get(
-                     "validated", (0, 0, ("",)))[2][0]) for r in rows)]
+                 if column in with_cause]
     return ["\n".join(markdown_table(header, lines)), "",
             *(["Explained (a measured cause):", *explained, ""] if explained else []),
             "\n".join(markdown_table(["protocol", "numbers", CLOSED, EXPLAINED, OPEN],
@@ -155,7 +170,7 @@ def count_rows(rows: Sequence[Mapping[str, Any]], tolerance: float) -> list[list
                                             for v in (CLOSED, EXPLAINED, OPEN))]
     out = [counted(f"stated (the verdicts; closed: within ±{tolerance:g} points)",
                    [r["verdict"] for r in rows])]
-    departed = [r["validated"][2][0] for r in rows if "validated" in r]
+    departed = [r["validated"].verdict for r in rows if "validated" in r]
     if departed:
         out.append(counted("validated DNN lr (a departure, its DNN numbers alone)", departed))
     return out
