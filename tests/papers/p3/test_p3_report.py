@@ -189,3 +189,58 @@ def test_an_experiments_reading_leads_each_of_its_claims_rows() -> None:
     assert ("unimodal_fl_lr0_3 vs standalone_lr0_3: a: FL 75.00 ± 5.00 vs standalone 90.00 ± "
             "0.00, FL wins on 0 of 2 seeds, mean paired difference -15.00 points (95 % interval "
             "-78.53 to +48.53) | within noise |") in own[0]
+
+
+def test_each_claim_is_decided_again_on_the_replicate_deal(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    for alg, finals in FINAL.items():
+        write(results, "p3_basic_motions", alg, finals)
+    # the replicate: FL now loses to standalone on both modalities and seeds (-10 points),
+    # every other method as in the trials
+    again = {**FINAL, "unimodal_fl": [(0.3, 0.2), (0.3, 0.2)]}
+    for alg, finals in again.items():
+        write(results, "p3_rep_basic_motions", alg, finals)
+    cells = [(e, a) for e in ("p3_basic_motions", "p3_rep_basic_motions") for a in FINAL]
+    md = report(tmp_path, cells).markdown
+    assert "### title p3_rep_basic_motions" not in md  # read through its trials' claims only
+    rows = {line.split(" | ")[0][2:]: line.split(" | ")[-1][:-2] for line in md.splitlines()
+            if line.startswith("| ") and " | " in line and line.split(" | ")[0][2:] in (
+                "fl_beats_standalone", "meta_beats_fixed", "mmfl_beats_unimodal_meta")}
+    assert rows == {"fl_beats_standalone": "does not hold (2 seeds): flips (trials: holds)",
+                    "meta_beats_fixed": "within noise (2 seeds)",
+                    "mmfl_beats_unimodal_meta": "within noise (2 seeds)"}
+    assert "replicates: the same rule on `p3_rep_basic_motions`, the complementary deal" in md
+    assert "The replicate `p3_rep_basic_motions`: final round" in md
+    assert "| unimodal_fl | accelerometer | 0.7000 ± 0.0000 | 30.00 ± 0.00 |" in md
+    # without a replicate in the suite the column says so
+    alone = report(tmp_path, cells[:len(FINAL)]).markdown
+    assert "replicates: not run: the suite has no `p3_rep_basic_motions`" in alone
+    assert "The replicate" not in alone
+
+
+def test_the_replicate_deal_shows_each_recording_through_the_other_modality() -> None:
+    """suites/paper's P3 replicate (partition p3_basic_motions_rep): the trials' draw with the
+    modalities listed in reverse, so every (recording, modality) pair it trains or tests on
+    is one the trials never used, and each modality's clients are new."""
+    import numpy as np
+
+    from clusterfl.partition.schemes import build_partition
+    from clusterfl.partition.views import decode
+    from tests.partition.test_all_schemes import multimodal
+
+    params = yaml.safe_load(Path("params.yaml").read_text())["partitions"]
+    trials, again = params["p3_basic_motions"], params["p3_basic_motions_rep"]
+    assert {k: v for k, v in again.items() if k != "modalities"} == trials
+    assert again["modalities"] == ["gyroscope", "accelerometer"]  # BasicMotions' in reverse
+    ds = multimodal()  # modalities (acc, gyro)
+    opts = {k: v for k, v in trials.items() if k not in ("dataset", "scheme")} | {"min_size": 5}
+    first = build_partition(ds, "modality", opts, 3, "p")
+    second = build_partition(ds, "modality", opts | {"modalities": ["gyro", "acc"]}, 3, "p")
+
+    def pairs(part):
+        return {(int(s), part.views[int(c)]) for k, c in enumerate(part.cluster)
+                for split in (part.train, part.test) for s in decode(split[k], len(ds.y))[1]}
+
+    used, reused = pairs(first), pairs(second)
+    assert len(used) == len(reused) == len(ds.y) and not used & reused
+    assert {s for s, _ in used} == {s for s, _ in reused}

@@ -4,8 +4,10 @@ function, the paper's numbers in rows of their own where the data is the paper's
 stand-in). Then per experiment: every method's final test loss and accuracy per modality (the
 paper's numbers for that loss beside where it has them), Figs. 2-5's shapes, the
 distribution of the selected rates, and the four Sec. 3.2 claims with our numbers
-(`claims`). Runs are read from history.json (`test_acc_<modality>` etc., written by the
-`p3_modalities` evaluator; `selected_lr` arrays by the algorithms)."""
+(`claims`), each decided again on the experiment's replicate (`p3_rep_<name>`, another deal
+of the data to the clients) where the suite ran it. Runs are read from history.json
+(`test_acc_<modality>` etc., written by the `p3_modalities` evaluator; `selected_lr` arrays by
+the algorithms)."""
 
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from clusterfl.engine.losses import LOSSES
-from clusterfl.papers.p3.report.claims import claims_section, fixed_rates
+from clusterfl.papers.p3.report.claims import REPLICATE, claims_section, fixed_rates, replicate_of
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
 from clusterfl.papers.p3.report.selection import Selection, select, selection_table
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
@@ -130,6 +132,8 @@ def build(report: ReportInput) -> ReportOutput:
             read[exp] = (curves, selected, modalities, finals)
     validations = {str(spec["validation"]) for spec in
                    (report.references.get("rate_selection") or {}).values()}
+    # a replicate is read only through its trials experiment's claims and table
+    replicates = {e: read.pop(e) for e in list(read) if e.startswith(REPLICATE)}
     groups = loss_groups([report.params.experiment(e) for e in read if e not in validations])
     for group in groups:  # Table 1's shape: one setup under several losses
         if len(group) < 2:
@@ -163,8 +167,12 @@ def build(report: ReportInput) -> ReportOutput:
         figures += draw_figures(curves, finals, selected, modalities, experiment.title,
                                 report.figures, exp)
         selection, shown = rate_selection(report, exp, read)
+        again = replicates.get(replicate_of(exp))
         parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
-                                               selection), ""]
+                                               selection, again and (again[3], again[2])), ""]
+        if again:
+            parts += [f"The replicate `{replicate_of(exp)}`: final round, mean ± std over "
+                      "seeds:", "", *experiment_table(again[3], again[2], {}), ""]
         metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
                     for a, f in finals.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)

@@ -9,6 +9,10 @@ within noise otherwise.
 With a `Selection` (rates chosen on a validation experiment, `selection.py`), the first row
 of each claim compares every method at its picked rate and mmFL with the grid that brackets
 the picked fixed rate; the rows after it are the ablations at the other rates run.
+
+Each row carries a key (claim and cells compared, `checked`), so that the same row decided
+on a replicate experiment (`p3_rep_<name>`: `p3_<name>` on another deal of the data to the
+clients) fills its `replicates` column.
 """
 
 from collections.abc import Mapping
@@ -18,9 +22,23 @@ from typing import Any
 import numpy as np
 
 from clusterfl.papers.p3.report.selection import Selection, rate_of
-from clusterfl.reports.verdicts import NOT_RUN, ClaimRow, Comparison, claims_table, compare, decide
+from clusterfl.reports.verdicts import (
+    NOT_RUN,
+    ClaimRow,
+    Comparison,
+    claims_table,
+    compare,
+    decide,
+    replicated,
+)
 
 Finals = Mapping[str, Mapping[str, list[float]]]  # algorithm -> metric -> final per seed
+REPLICATE = "p3_rep_"  # p3_rep_<name>: p3_<name> on another deal of the data to the clients
+
+
+def replicate_of(experiment: str) -> str:
+    """The replicate experiment's name of a trials experiment `p3_<name>`."""
+    return REPLICATE + experiment.removeprefix("p3_")
 
 
 def fixed_rates(finals: Finals) -> list[str]:
@@ -59,7 +77,13 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
           ) -> list[ClaimRow]:
     """A row for each claim whose algorithms all ran; with `selection`, first the row at the
     rates it picked (module docstring)."""
-    rows = []
+    return [row for _, row in checked(finals, modalities, selection)]
+
+
+def checked(finals: Finals, modalities: list[str], selection: Selection | None = None
+            ) -> list[tuple[str, ClaimRow]]:
+    """`check`'s rows, each with its key: the claim and the cells it compares."""
+    rows: list[tuple[str, ClaimRow]] = []
     per_mod = [f"test_acc_{m}" for m in modalities]
 
     def have(*algs: str) -> bool:
@@ -73,8 +97,9 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
         """A 'not run' row when a picked cell has no test run (True), else False."""
         missing = [c for c in cells if c is None or not have(c)]
         if missing:
-            rows.append(ClaimRow(claim, f"{why}: no test cell {', '.join(map(str, missing))}"
-                                 " - add it to the suite's grid", NOT_RUN))
+            rows.append((f"{claim}/unrun", ClaimRow(
+                claim, f"{why}: no test cell {', '.join(map(str, missing))} - add it to the "
+                "suite's grid", NOT_RUN)))
         return bool(missing)
 
     pairs = rate_pairs(finals, "unimodal_fl", "standalone")
@@ -97,7 +122,8 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
         text = rate + "; ".join(f"{m}: FL {mean(fl, k)} vs standalone {mean(alone, k)}, FL "
                                 f"{_said(c)}"
                                 for m, k, c in zip(modalities, per_mod, cmps, strict=True))
-        rows.append(ClaimRow("fl_beats_standalone", text, decide(c.verdict for c in cmps)))
+        rows.append((f"fl_beats_standalone/{fl}/{alone}",
+                     ClaimRow("fl_beats_standalone", text, decide(c.verdict for c in cmps))))
     fixed = [f for f in fixed_rates(finals) if have(f)]
     metas = ["mmfl"]
     if selection is not None:
@@ -115,13 +141,15 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
         if selection is not None and meta == selection.grid:
             text = (f"grid around the fixed rate picked on {selection.validation} "
                     f"({selection.describe('mmfl')}): " + text)
-        rows.append(ClaimRow("meta_beats_fixed", text, decide(c.verdict for c in cmps)))
+        rows.append((f"meta_beats_fixed/{meta}/{'+'.join(fixed)}",
+                     ClaimRow("meta_beats_fixed", text, decide(c.verdict for c in cmps))))
     if have("mmfl", "unimodal_meta_fl"):
         cmps = [_cmp(finals, "mmfl", "unimodal_meta_fl", k) for k in per_mod]
         text = "; ".join(f"{m}: mmfl {mean('mmfl', k)} vs unimodal meta-FL "
                          f"{mean('unimodal_meta_fl', k)}, mmfl {_said(c)}"
                          for m, k, c in zip(modalities, per_mod, cmps, strict=True))
-        rows.append(ClaimRow("mmfl_beats_unimodal_meta", text, decide(c.verdict for c in cmps)))
+        rows.append(("mmfl_beats_unimodal_meta", ClaimRow(
+            "mmfl_beats_unimodal_meta", text, decide(c.verdict for c in cmps))))
     # Fig. 5's methods (`fig5_method`); with a selection, each family at its picked rate
     meta = metas[0]
     others = [a for a in finals if have(a) and fig5_method(a)]
@@ -137,21 +165,39 @@ def check(finals: Finals, modalities: list[str], selection: Selection | None = N
                 + "; ".join(f"{a}: {_said(c)}" for a, c in zip(others, cmps, strict=True)))
         if selection is not None:
             text = f"each method at its rate picked on {selection.validation}: " + text
-        rows.append(ClaimRow("mmfl_beats_others", text, decide(c.verdict for c in cmps)))
+        rows.append((f"mmfl_beats_others/{meta}/{'+'.join(others)}",
+                     ClaimRow("mmfl_beats_others", text, decide(c.verdict for c in cmps))))
     return rows
 
 
+def with_replicates(finals: Finals, modalities: list[str], selection: Selection | None,
+                    replicate: tuple[Finals, list[str]] | None) -> list[ClaimRow]:
+    """`check`'s rows, each with its `replicates` cell: the same row (same key) decided on
+    the replicate experiment's finals and modalities, where it ran."""
+    again = dict(checked(*replicate, selection)) if replicate else {}
+    seeds = min((len(f["test_acc"]) for f in (replicate[0] if replicate else {}).values()
+                 if f.get("test_acc")), default=0)
+    return [replace(row, replicates=replicated(row.verdict, again[key].verdict, seeds))
+            if key in again and row.verdict != NOT_RUN else row
+            for key, row in checked(finals, modalities, selection)]
+
+
 def claims_section(finals: Finals, modalities: list[str], references: Mapping[str, Any],
-                   experiment: str, selection: Selection | None = None) -> list[str]:
+                   experiment: str, selection: Selection | None = None,
+                   replicate: tuple[Finals, list[str]] | None = None) -> list[str]:
     """The claims table of one experiment; each row's numbers led by the experiment's
     reading where references.yaml `experiment_readings` gives one (its clients, its test
-    set), so that a row says which reading it decides."""
+    set), so that a row says which reading it decides. `replicate`: the finals and
+    modalities of `replicate_of(experiment)`, which decide each row again."""
     reading = (references.get("experiment_readings") or {}).get(experiment)
     rows = [replace(row, ours=f"{' '.join(str(reading).split())}: {row.ours}") if reading
-            else row for row in check(finals, modalities, selection)]
+            else row for row in with_replicates(finals, modalities, selection, replicate)]
     if not rows:
         return [f"No claim of Sec. 3.2 has all its methods among `{experiment}`'s cells."]
+    again = (f"the same rule on `{replicate_of(experiment)}`, "
+             f"{' '.join(str(references.get('replicate_draw', 'another deal')).split())}"
+             if replicate else "not run: the suite has no `" + replicate_of(experiment) + "`")
     return [f"The paper's claims (Sec. 3.2) against `{experiment}` (final test accuracy %, "
             "mean ± std over seeds; each comparison seed by seed: wins on k of n seeds, mean "
-            "paired difference in points with its 95 % interval):", "",
+            f"paired difference in points with its 95 % interval; replicates: {again}):", "",
             *claims_table(rows, references.get("claims") or {})]
