@@ -11,8 +11,10 @@ import yaml
 from clusterfl.papers.p3 import PAPER
 from clusterfl.papers.p3.report import build
 from clusterfl.papers.p3.report.selection import (
+    Variant,
     bracketing_grid,
     pick_rate,
+    pick_settings,
     rate_of,
     select,
     selection_table,
@@ -83,7 +85,8 @@ def test_the_report_compares_each_method_at_its_rate_picked_on_validation(tmp_pa
             cells.append((exp, alg))
     grids = {"mmfl_hi": (1.0, 0.3, 0.1), "mmfl_mid": (0.3, 0.1, 0.03), "mmfl": (0.1, 0.01, 0.001)}
     params = SimpleNamespace(experiment=experiment, algorithm=lambda name: SimpleNamespace(
-        hyper=SimpleNamespace(rates=grids[name])))
+        hyper=SimpleNamespace(rates=grids.get(name, grids["mmfl_hi"]), temp_steps=5,
+                              holdout_fraction=0.2)))
     refs = yaml.safe_load(PAPER.references_file.read_text())
     md = build(ReportInput(params=params, paper=PAPER, cells=cells, results=results,
                            partitions=tmp_path, references=refs, tables=tmp_path / "t",
@@ -115,3 +118,61 @@ def test_the_report_compares_each_method_at_its_rate_picked_on_validation(tmp_pa
     # the validation experiment: its table, no claims of its own
     val_part = md.split("### title p3_watch_val")[1].split("###")[0]
     assert "validation split" in val_part and "| claim |" not in val_part
+
+
+HI = (1.0, 0.3, 0.1)
+VARIANTS = {"mmfl_hi": Variant(HI, 5, 0.2), "mmfl_hi_t2": Variant(HI, 2, 0.2),
+            "mmfl_hi_t10": Variant(HI, 10, 0.2), "mmfl_hi_d0_1": Variant(HI, 5, 0.1),
+            "mmfl_hi_d0_3": Variant(HI, 5, 0.3),
+            "mmfl_mid_t2": Variant((0.3, 0.1, 0.03), 2, 0.2)}  # another grid's: never a pick
+
+
+def test_t_temp_and_holdout_are_picked_for_the_bracketing_grid_and_edges_flagged():
+    finals = {"mmfl_hi": acc(0.7, 0.8), "mmfl_hi_t2": acc(0.6, 0.6),
+              "mmfl_hi_t10": acc(0.76, 0.76), "mmfl_hi_d0_1": acc(0.74, 0.74),
+              "mmfl_mid_t2": acc(0.99, 0.99)}  # mmfl_hi_d0_3 did not run
+    pick = pick_settings(finals, "mmfl_hi", HI, VARIANTS)
+    assert pick.cell == "mmfl_hi_t10"
+    assert pick.scores == pytest.approx({"mmfl_hi": 75.0, "mmfl_hi_t2": 60.0,
+                                         "mmfl_hi_t10": 76.0, "mmfl_hi_d0_1": 74.0})
+    assert list(pick.variants)[0] == "mmfl_hi"
+    # T_temp 10 is the largest tried; |d| 0.2 is the largest tried here (0.3 did not run)
+    assert pick.edges() == ["T_temp", "|d|"]
+    assert pick.describe() == "T_temp 10 (grid edge), |d| 0.2|D| (grid edge)"
+    finals |= {"mmfl_hi_d0_3": acc(0.5, 0.5), "mmfl_hi_t10": acc(0.7, 0.7)}
+    centre = pick_settings(finals, "mmfl_hi", HI, VARIANTS)
+    assert centre.cell == "mmfl_hi" and centre.edges() == []
+    # equal means: the first listed wins
+    tie = pick_settings({"mmfl_hi": acc(0.5), "mmfl_hi_t2": acc(0.5)}, "mmfl_hi", HI, VARIANTS)
+    assert tie.cell == "mmfl_hi"
+    assert pick_settings({"mmfl_mid_t2": acc(0.9)}, "mmfl_hi", HI, VARIANTS) is None
+    selection = select("val", {"mmfl_lr0_1": acc(0.6), "mmfl_lr0_3": acc(0.7),
+                               "mmfl_lr1_0": acc(0.1), **finals}, ["mmfl"],
+                       {"mmfl_hi": HI, "mmfl_mid": (0.3, 0.1, 0.03)}, VARIANTS)
+    assert selection.grid == "mmfl_hi" and selection.meta == "mmfl_hi"
+    table = selection_table(selection)
+    assert "| mmfl_hi | 5 | 0.2 | **75.00** |" in table
+    assert "| mmfl_hi_d0_3 | 5 | 0.3 | 50.00 |" in table
+    assert table[-1] == "Pick: `mmfl_hi` (T_temp 5, |d| 0.2|D|)."
+
+
+def test_the_claims_compare_mmfl_at_its_picked_settings(tmp_path: Path):
+    from clusterfl.papers.p3.report.claims import check
+
+    selection = select("val", {"mmfl_lr0_1": acc(0.6), "mmfl_lr0_3": acc(0.7),
+                               "mmfl_lr1_0": acc(0.1), "mmfl_hi": acc(0.5),
+                               "mmfl_hi_t2": acc(0.6), "mmfl_hi_t10": acc(0.55)},
+                       ["mmfl"], {"mmfl_hi": HI}, VARIANTS)
+    assert selection.meta == "mmfl_hi_t2"
+    cell = {"test_acc": [0.8, 0.9], "test_acc_a": [0.8, 0.9]}
+    low = {"test_acc": [0.5, 0.6], "test_acc_a": [0.5, 0.6]}
+    rows = [r for r in check({"mmfl_hi_t2": cell, "mmfl_lr0_3": low, "mmfl": low}, ["a"],
+                             selection) if r.claim_id == "meta_beats_fixed"]
+    assert rows[0].ours.startswith(
+        "grid around the fixed rate picked on val (0.3, T_temp 2 (grid edge), |d| 0.2|D| "
+        "picked there): mmfl_hi_t2 85.00 ± 5.00; mmfl_lr0_3 55.00 ± 5.00: mmfl_hi_t2 wins on 2 "
+        "of 2 seeds")
+    # the pick's test cell missing: a row that says so, no verdict
+    missing = [r for r in check({"mmfl_hi": cell, "mmfl_lr0_3": low}, ["a"], selection)
+               if r.claim_id == "meta_beats_fixed"]
+    assert missing[0].verdict == "not run" and "no test cell mmfl_hi_t2" in missing[0].ours

@@ -18,7 +18,7 @@ import numpy as np
 from clusterfl.engine.losses import LOSSES
 from clusterfl.papers.p3.report.claims import REPLICATE, claims_section, fixed_rates, replicate_of
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
-from clusterfl.papers.p3.report.selection import Selection, select, selection_table
+from clusterfl.papers.p3.report.selection import Selection, Variant, select, selection_table
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
 from clusterfl.reports.runs import by_experiment, read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
@@ -115,7 +115,10 @@ def rate_selection(report: ReportInput, exp: str, read: Mapping[str, Any]
                       "run, so the claims below compare the rates the suite ran.", ""]
     grids = {cell: tuple(report.params.algorithm(cell).hyper.rates)
              for cell in spec.get("grids", [])}
-    selection = select(validation, read[validation][3], spec["families"], grids)
+    hypers = {cell: report.params.algorithm(cell).hyper for cell in spec.get("settings", [])}
+    variants = {cell: Variant(tuple(h.rates), int(h.temp_steps), float(h.holdout_fraction))
+                for cell, h in hypers.items()}
+    selection = select(validation, read[validation][3], spec["families"], grids, variants)
     return selection, [*selection_table(selection), ""]
 
 

@@ -127,7 +127,7 @@ def checked(finals: Finals, modalities: list[str], selection: Selection | None =
     fixed = [f for f in fixed_rates(finals) if have(f)]
     metas = ["mmfl"]
     if selection is not None:
-        grid = selection.grid
+        grid = selection.meta  # the bracketing grid at its picked T_temp and |d|
         if not unrun("meta_beats_fixed", [grid], f"the grid bracketing the fixed rate picked "
                      f"on {selection.validation}"):
             metas = [str(grid)] + (["mmfl"] if grid != "mmfl" else [])
@@ -138,9 +138,11 @@ def checked(finals: Finals, modalities: list[str], selection: Selection | None =
         text = f"{meta} {mean(meta, 'test_acc')}; " + "; ".join(
             f"{f} {mean(f, 'test_acc')}: {meta} {_said(c)}"
             for f, c in zip(fixed, cmps, strict=True))
-        if selection is not None and meta == selection.grid:
+        if selection is not None and meta == selection.meta:
+            settings = (f", {selection.settings.describe()} picked there"
+                        if selection.settings else "")
             text = (f"grid around the fixed rate picked on {selection.validation} "
-                    f"({selection.describe('mmfl')}): " + text)
+                    f"({selection.describe('mmfl')}{settings}): " + text)
         rows.append((f"meta_beats_fixed/{meta}/{'+'.join(fixed)}",
                      ClaimRow("meta_beats_fixed", text, decide(c.verdict for c in cmps))))
     if have("mmfl", "unimodal_meta_fl"):

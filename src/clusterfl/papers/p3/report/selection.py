@@ -11,8 +11,14 @@ experiment:
   bracket the best rate, so the pick is not a choice);
 - mmFL's candidate grid is the one, of the mmFL cells named in `grids`, that holds the fixed
   rate picked for `mmfl` strictly inside its range ("a candidate grid that brackets the best
-  fixed rate").
-The test experiment then compares each family at its picked rate.
+  fixed rate");
+- T_temp (the copy's steps) and |d|/|D| (the share held out to score the copies), which the
+  paper leaves open, are picked for that grid among its `settings` variants run on the
+  validation experiment (the grid's cell and cells that change one of the two): the best mean
+  final accuracy, a setting whose pick is the lowest or highest value tried flagged as a grid
+  edge (issue 55).
+The test experiment then compares each family at its picked rate, and mmFL at its picked
+grid and settings.
 """
 
 from collections.abc import Mapping, Sequence
@@ -66,10 +72,65 @@ def bracketing_grid(grids: Mapping[str, Sequence[float]], rate: float) -> str | 
 
 
 @dataclass(frozen=True)
+class Variant:
+    """An mmFL cell's candidate rates, T_temp and |d|/|D| (its params)."""
+
+    rates: tuple[float, ...]
+    temp_steps: int
+    holdout: float
+
+
+@dataclass(frozen=True)
+class SettingsPick:
+    """mmFL's T_temp and |d|/|D| picked on validation among its grid's variants."""
+
+    cell: str  # the picked variant's cell
+    variants: dict[str, Variant]  # every variant run on validation, the grid's cell first
+    scores: dict[str, float]  # cell -> mean final validation accuracy (%)
+
+    def edges(self) -> list[str]:
+        """The settings whose picked value is the lowest or highest value tried (of two or
+        more): the grid did not bracket them."""
+        picked = self.variants[self.cell]
+        out = []
+        for name, value in (("T_temp", lambda v: v.temp_steps), ("|d|", lambda v: v.holdout)):
+            tried = {value(v) for v in self.variants.values()}
+            if len(tried) > 1 and value(picked) in (min(tried), max(tried)):
+                out.append(name)
+        return out
+
+    def describe(self) -> str:
+        v, edges = self.variants[self.cell], self.edges()
+        return (f"T_temp {v.temp_steps}{' (grid edge)' if 'T_temp' in edges else ''}, "
+                f"|d| {v.holdout:g}|D|{' (grid edge)' if '|d|' in edges else ''}")
+
+
+def pick_settings(finals: Finals, grid: str, grid_rates: Sequence[float],
+                  variants: Mapping[str, Variant]) -> SettingsPick | None:
+    """Of `variants` with the grid's rates that ran on validation (`finals`), the best mean
+    final accuracy; the first listed wins a tie. None where none ran."""
+    ran = {c: v for c, v in variants.items()
+           if v.rates == tuple(grid_rates) and finals.get(c, {}).get("test_acc")}
+    if not ran:
+        return None
+    scores = {c: 100 * float(np.mean(finals[c]["test_acc"])) for c in ran}
+    best = max(ran, key=lambda c: (scores[c], -list(ran).index(c)))
+    ordered = dict(sorted(ran.items(), key=lambda cv: cv[0] != grid))
+    return SettingsPick(best, ordered, scores)
+
+
+@dataclass(frozen=True)
 class Selection:
     validation: str  # the validation experiment
     picks: dict[str, Pick]  # family -> its pick
     grid: str | None  # the mmFL cell whose grid brackets the fixed rate picked for `mmfl`
+    settings: SettingsPick | None = None  # the grid's T_temp and |d| picked on validation
+
+    @property
+    def meta(self) -> str | None:
+        """mmFL's test cell: the grid at its picked settings (the grid's own cell where no
+        variant ran on validation)."""
+        return self.settings.cell if self.settings else self.grid
 
     def cell(self, family: str) -> str | None:
         pick = self.picks.get(family)
@@ -81,10 +142,14 @@ class Selection:
 
 
 def select(validation: str, finals: Finals, families: Sequence[str],
-           grids: Mapping[str, Sequence[float]]) -> Selection:
+           grids: Mapping[str, Sequence[float]],
+           variants: Mapping[str, Variant] | None = None) -> Selection:
     picks = {f: p for f in families if (p := pick_rate(finals, f)) is not None}
     fixed = picks.get("mmfl")
-    return Selection(validation, picks, bracketing_grid(grids, fixed.rate) if fixed else None)
+    grid = bracketing_grid(grids, fixed.rate) if fixed else None
+    settings = (pick_settings(finals, grid, grids[grid], variants)
+                if grid is not None and variants else None)
+    return Selection(validation, picks, grid, settings)
 
 
 def selection_table(selection: Selection) -> list[str]:
@@ -102,4 +167,20 @@ def selection_table(selection: Selection) -> list[str]:
     grid = (f"mmFL's candidate grid: `{selection.grid}`, the one that brackets the fixed rate "
             f"picked for mmfl" if selection.grid else
             "mmFL's candidate grid: none of the grids run brackets the fixed rate picked")
-    return [*lines, "", grid + "."]
+    return [*lines, "", grid + ".", *settings_table(selection)]
+
+
+def settings_table(selection: Selection) -> list[str]:
+    """Markdown: the grid's T_temp and |d| variants on validation, and the pick."""
+    pick = selection.settings
+    if pick is None:
+        return []
+    lines = ["", f"mmFL's T_temp and |d| chosen on `{selection.validation}` for "
+             f"`{selection.grid}` (mean final validation accuracy %, over seeds; the pick in "
+             "bold):", "", "| cell | T_temp | \\|d\\| / \\|D\\| | accuracy (%) |",
+             "|---|---|---|---|"]
+    for cell, v in pick.variants.items():
+        score = f"{pick.scores[cell]:.2f}"
+        lines.append(f"| {cell} | {v.temp_steps} | {v.holdout:g} | "
+                     f"{f'**{score}**' if cell == pick.cell else score} |")
+    return [*lines, "", f"Pick: `{pick.cell}` ({pick.describe()})."]
