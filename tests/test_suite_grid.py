@@ -71,6 +71,21 @@ def test_benchmark_large_is_the_benchmark_grid_at_its_own_scale():
     assert base.dataset("fashion_mnist_bench")[1]["subset"] == 6000
 
 
+def test_paper_seeds10_is_paper_cells_at_ten_seeds_the_first_five_the_papers():
+    """Its claims are the paper suite's rows at twice the seeds: experiments and algorithms
+    exactly as the paper suite runs them (the one addition: the P4 baselines on the replicate
+    draw, whose replicates the paper suite leaves unrun), its seeds the paper's and 5 more."""
+    paper = load_params(ROOT / "suites/paper/params.yaml")
+    ten = load_params(ROOT / "suites/paper_seeds10/params.yaml")
+    assert ten.seeds == list(range(10)) and ten.seeds[:5] == paper.seeds
+    assert {c.name for c in ten.cells} - {c.name for c in paper.cells} == {
+        "p4_rep_fig1-pfl_tc_kmeans", "p4_rep_fig1-pfl_tc_tau0"}
+    for cell in ten.cells:
+        assert ten.experiment(cell.experiment) == paper.experiment(cell.experiment)
+        assert (ten.algorithm(cell.algorithm, paper=cell.paper)
+                == paper.algorithm(cell.algorithm, paper=cell.paper))
+
+
 def test_a_suite_that_extends_another_adds_its_algorithm_to_the_grid(tmp_path):
     (tmp_path / "suites/mine").mkdir(parents=True)
     (tmp_path / "suites/base").mkdir()
