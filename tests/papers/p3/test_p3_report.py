@@ -222,8 +222,6 @@ def test_the_replicate_deal_shows_each_recording_through_the_other_modality() ->
     """suites/paper's P3 replicate (partition p3_basic_motions_rep): the trials' draw with the
     modalities listed in reverse, so every (recording, modality) pair it trains or tests on
     is one the trials never used, and each modality's clients are new."""
-    import numpy as np
-
     from clusterfl.partition.schemes import build_partition
     from clusterfl.partition.views import decode
     from tests.partition.test_all_schemes import multimodal

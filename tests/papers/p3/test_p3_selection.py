@@ -135,7 +135,7 @@ def test_t_temp_and_holdout_are_picked_for_the_bracketing_grid_and_edges_flagged
     assert pick.cell == "mmfl_hi_t10"
     assert pick.scores == pytest.approx({"mmfl_hi": 75.0, "mmfl_hi_t2": 60.0,
                                          "mmfl_hi_t10": 76.0, "mmfl_hi_d0_1": 74.0})
-    assert list(pick.variants)[0] == "mmfl_hi"
+    assert next(iter(pick.variants)) == "mmfl_hi"
     # T_temp 10 is the largest tried; |d| 0.2 is the largest tried here (0.3 did not run)
     assert pick.edges() == ["T_temp", "|d|"]
     assert pick.describe() == "T_temp 10 (grid edge), |d| 0.2|D| (grid edge)"
