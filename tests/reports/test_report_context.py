@@ -120,6 +120,23 @@ def test_a_report_of_the_reference_suite_links_its_own_run_as_such():
         suite, suite.cells, Links(None, {"p1": "reference/paper/p1/report"}))
 
 
+def test_a_side_suite_links_its_own_committed_run_beside_the_papers_scale(tmp_path):
+    from clusterfl.reports.context import Links, header
+
+    suite = StandInSuite(load_papers(), [("p1", SUBSET, "pfedme")], suite="paper_seeds10")
+    refs = {"p1": "reference/paper/p1/report"}  # committed_references: the paper suite's
+    alone = header(suite, suite.cells, Links("../", refs), root=tmp_path)
+    assert "Its committed run" not in alone  # none committed for this suite yet
+    page = tmp_path / "reference/paper_seeds10/p1/report/index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text("<html></html>")
+    text = header(suite, suite.cells, Links("../", refs), root=tmp_path)
+    assert ("Its committed run: p1 [reference/paper_seeds10/p1/report/]"
+            "(../reference/paper_seeds10/p1/report/index.html). The papers' own scale, "
+            "committed and rendered by this code: p1 [reference/paper/p1/report/]"
+            "(../reference/paper/p1/report/index.html).") in text
+
+
 def test_the_page_names_markdown_files_and_links_only_pages():
     from clusterfl.reports.context import Links, links_for
 

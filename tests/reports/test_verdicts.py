@@ -24,9 +24,11 @@ from clusterfl.reports.verdicts import (
     compare,
     decide,
     estimate,
+    fewest_seeds,
     reach_first,
     variance_ratio,
     welch,
+    with_replicates,
 )
 
 T1 = math.tan(0.475 * math.pi)  # t(0.975) with 1 degree of freedom: 12.7062...
@@ -229,3 +231,22 @@ def test_a_claim_in_several_rows_is_stated_once_and_explained_once():
                         "genuine: always | not run |")
     assert table[4] == ("| a | as above | e3 | within noise | as above | as above | as above | "
                         "not run |")
+
+
+def test_each_row_is_decided_again_under_its_own_key():
+    rows = [("a/x", ClaimRow("a", "x", HOLDS)), ("b/y", ClaimRow("b", "y", NOISE)),
+            ("c/z", ClaimRow("c", "z", NOT_RUN)), ("d/w", ClaimRow("d", "w", HOLDS))]
+    # the second draw lists its rows in another order, and lacks d/w
+    again = [("b/y", ClaimRow("b", "y2", FAILS)), ("c/z", ClaimRow("c", "z2", HOLDS)),
+             ("a/x", ClaimRow("a", "x2", HOLDS))]
+    got = with_replicates(rows, again, 3)
+    assert [r.replicates for r in got] == [
+        "holds (3 seeds)", "does not hold (3 seeds): flips (trials: within noise)",
+        NOT_RUN, NOT_RUN]
+    assert [r.ours for r in got] == ["x", "y", "z", "w"]  # the trials' numbers stay
+
+
+def test_fewest_seeds_is_the_smallest_count_of_the_metric():
+    finals = [{"acc": [1.0, 2.0, 3.0]}, {"acc": [1.0, 2.0]}, {"loss": [1.0]}, {"acc": []}]
+    assert fewest_seeds(finals, "acc") == 2
+    assert fewest_seeds(finals, "error") == 0

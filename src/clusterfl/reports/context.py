@@ -80,8 +80,10 @@ def _span(values: Sequence[int]) -> str:
     return f"{low}" if low == high else f"{low}–{high}"
 
 
-def header(params: Any, cells: Sequence[tuple[str, str, str]], links: Links) -> str:
-    """The report's opening paragraph: suite, cells, seeds, rounds, data, paper-scale runs."""
+def header(params: Any, cells: Sequence[tuple[str, str, str]], links: Links,
+           root: Path = Path(".")) -> str:
+    """The report's opening paragraph: suite, cells, seeds, rounds, data, this suite's own
+    committed run (found under `root`) and the paper-scale runs."""
     experiments = list(dict.fromkeys(e for _, e, _ in cells))
     rounds = {e: params.experiment(e).schedule.rounds for e in experiments}
     own = [r for e in experiments if (r := own_rounds(params, e)) is not None]
@@ -103,16 +105,18 @@ def header(params: Any, cells: Sequence[tuple[str, str, str]], links: Links) -> 
     text = (f"**This report:** suite `{params.suite}` (`{shown(Path(params.file))}`), "
             f"{len(cells)} cells of {', '.join(papers)}; {len(seeds)} seeds "
             f"({', '.join(map(str, seeds))}); {said}; data: {data}.")
-    refs = {k: link for k in papers if (link := links.reference(k)) is not None}
-    # a reference of this suite is this report's own committed run, not another scale
-    mine = {k for k in refs if links.references[k].split("/")[1] == params.suite}
+    # this suite's own committed run (reference/<suite>/<key>/report), and the papers' scale
+    # (`links.references`) where that is another suite's
+    mine = {k: links.to(f"{folder}/", f"{folder}/index.html") for k in papers
+            if (root / (folder := f"reference/{params.suite}/{k}/report") / "index.html"
+                ).is_file() or links.references.get(k) == folder}
     if mine:
-        text += (" Its committed run: " + ", ".join(f"{k} {refs[k]}" for k in sorted(mine))
-                 + ".")
-    if set(refs) - mine:
+        text += " Its committed run: " + ", ".join(f"{k} {mine[k]}" for k in sorted(mine)) + "."
+    scale = {k: link for k in papers if (link := links.reference(k)) is not None
+             and links.references[k].split("/")[1] != params.suite}
+    if scale:
         text += (" The papers' own scale, committed and rendered by this code: "
-                 + ", ".join(f"{k} {link}" for k, link in refs.items() if k not in mine)
-                 + ".")
+                 + ", ".join(f"{k} {link}" for k, link in scale.items()) + ".")
     return text + f" {links.to(DOCS)} says why numbers differ from the papers'.\n"
 
 

@@ -55,7 +55,7 @@ those runs exist; `replicated` words it, saying where it flips).
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -350,6 +350,22 @@ def replicated(verdict: str, again: str, seeds: int) -> str:
     beside the trials' `verdict`; one that differs says it flips."""
     said = f"{again} ({seeds} seed{'s' if seeds != 1 else ''})"
     return said if again == verdict else f"{said}: flips (trials: {verdict})"
+
+
+def fewest_seeds(finals: Iterable[Mapping[str, list[float]]], metric: str) -> int:
+    """The fewest seeds any of `finals` (metric -> final per seed) has for `metric`: what
+    a replicate's verdicts rest on at least (0 when none has it)."""
+    return min((len(f[metric]) for f in finals if f.get(metric)), default=0)
+
+
+def with_replicates(rows: Sequence[tuple[str, ClaimRow]], again: Sequence[tuple[str, ClaimRow]],
+                    seeds: int) -> list[ClaimRow]:
+    """The keyed claim `rows`, each with its `replicates` cell: the row of the same key in
+    `again` (the same rules on the second draw, `seeds` seeds), where it was decided there;
+    a row not run on the trials, or missing from `again`, keeps the cell it had."""
+    by_key = dict(again)
+    return [replace(row, replicates=replicated(row.verdict, by_key[key].verdict, seeds))
+            if key in by_key and row.verdict != NOT_RUN else row for key, row in rows]
 
 
 def _cell(value: Any) -> str:

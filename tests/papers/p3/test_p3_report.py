@@ -242,3 +242,27 @@ def test_the_replicate_deal_shows_each_recording_through_the_other_modality() ->
     used, reused = pairs(first), pairs(second)
     assert len(used) == len(reused) == len(ds.y) and not used & reused
     assert {s for s, _ in used} == {s for s, _ in reused}
+
+
+def test_meta_beats_fixed_reads_the_papers_rates_first_and_larger_ones_in_a_row_of_its_own():
+    """Sec. 3.2 names the fixed rates 0.01, 0.001, 0.0001: mmFL beating those is the stated
+    claim; a larger fixed rate (0.3, here better than mmFL) is our reading, its own row."""
+    from clusterfl.papers.p3.report.claims import check
+
+    def cell(*accs: float) -> dict[str, list[float]]:
+        return {"test_acc": list(accs), "test_acc_a": list(accs)}
+
+    finals = {"mmfl": cell(0.8, 0.9, 0.85), "mmfl_lr0_3": cell(0.95, 0.97, 0.96),
+              "mmfl_lr0_01": cell(0.5, 0.5, 0.5)}
+    rows = [r for r in check(finals, ["a"]) if r.claim_id == "meta_beats_fixed"]
+    assert [r.ours.split(":")[0] for r in rows] == [
+        "the paper's fixed rates", "every fixed rate run, beyond the paper's list (our reading)"]
+    # +30, +40, +35 against 0.01: mean 35, sd 5, 4.303 x 5 / sqrt 3 = 12.42
+    assert rows[0].ours == ("the paper's fixed rates: mmfl 85.00 ± 4.08; mmfl_lr0_01 50.00 ± "
+                            "0.00: mmfl wins on 3 of 3 seeds, mean paired difference +35.00 "
+                            "points (95 % interval +22.58 to +47.42)")
+    assert rows[0].verdict == "holds"
+    # -15, -7, -11 against 0.3: mean -11, sd 4, t(0.975, 2) 4.303 x 4 / sqrt 3 = 9.94
+    assert ("mmfl_lr0_3 96.00 ± 0.82: mmfl wins on 0 of 3 seeds, mean paired difference -11.00 "
+            "points (95 % interval -20.94 to -1.06)") in rows[1].ours
+    assert rows[1].verdict == "does not hold"

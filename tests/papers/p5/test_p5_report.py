@@ -227,3 +227,39 @@ def test_per_seed_target_reads_the_pairs_as_the_report_does(tmp_path) -> None:
         [(10, 3.0), (20, 2.0)], [(10, 4.0), (21, 2.0)]]
     assert cells["p5_conv_syn_unf", "fedcgds_m100_q10"] == [
         [(10, 3.0), (20, 1.0)], [(10, 4.0), (21, 1.0)]]
+
+
+def test_each_claim_is_decided_again_on_the_replicate_draw_beside_the_same_experiments(
+        tmp_path) -> None:
+    """`p5_rep_syn_noniid` replicates `p5_syn_noniid` alone: a claim over both syn sets is
+    decided again there, beside the trials' verdict on `p5_syn_noniid` alone; a claim none of
+    whose experiments has a replicate says "not run"."""
+    results = tmp_path / "results"
+    # trials: fedcgds above fedcavg on p5_syn_noniid by +30, +40, +35 (holds with 3 seeds)
+    trials = {("p5_syn_unf", "fedcgds"): [0.9, 0.8, 0.85], ("p5_syn_unf", "fedcavg"): [0.8] * 3,
+              ("p5_syn_noniid", "fedcgds"): [0.8, 0.9, 0.85],
+              ("p5_syn_noniid", "fedcavg"): [0.5] * 3}
+    # the replicate: fedcgds below fedcavg by -10, -20, -15 (does not hold)
+    again = {("p5_rep_syn_noniid", "fedcgds"): [0.5, 0.4, 0.45],
+             ("p5_rep_syn_noniid", "fedcavg"): [0.6] * 3}
+    for (exp, alg), finals in {**trials, **again}.items():
+        for seed, final in enumerate(finals):
+            write(results, exp, alg, seed, [0.1, final], [3.0, 2.0], [10, 20])
+    cells = [*trials, *again]
+    references = yaml.safe_load(PAPER.references_file.read_text())
+    params = SimpleNamespace(experiment=lambda name: SimpleNamespace(title=f"title {name}"))
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    text = build(ReportInput(params, PAPER, cells, results, tmp_path / "partitions",
+                             references, tables, tmp_path / "figures")).markdown
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in text.splitlines()
+            if line.startswith("| ") and " | " in line}
+    beats = rows["fedcgds_beats_fedcavg"]
+    assert "p5_rep" not in beats.split(" | ")[2]  # the trials' numbers are the trials' alone
+    assert beats.endswith("| does not hold (3 seeds): flips (trials: holds) - on "
+                          "p5_syn_noniid |")
+    # no replicate of p5_mnist_subset_ubls: not run
+    assert rows["fedcgds_above_sncp_ubls"].endswith("| not run |")
+    # the replicate experiment is a column of the accuracy table like any other
+    assert (tables / "p5_accuracy.md").read_text().splitlines()[0] == (
+        "| algorithm | p5_syn_unf | p5_syn_noniid | p5_rep_syn_noniid |")

@@ -16,7 +16,13 @@ from typing import Any
 import numpy as np
 
 from clusterfl.engine.losses import LOSSES
-from clusterfl.papers.p3.report.claims import REPLICATE, claims_section, fixed_rates, replicate_of
+from clusterfl.papers.p3.report.claims import (
+    REPLICATE,
+    Replicate,
+    claims_section,
+    fixed_rates,
+    replicate_of,
+)
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
 from clusterfl.papers.p3.report.selection import Selection, Variant, select, selection_table
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
@@ -136,7 +142,10 @@ def build(report: ReportInput) -> ReportOutput:
     validations = {str(spec["validation"]) for spec in
                    (report.references.get("rate_selection") or {}).values()}
     # a replicate is read only through its trials experiment's claims and table
-    replicates = {e: read.pop(e) for e in list(read) if e.startswith(REPLICATE)}
+    replicates = {e: Replicate(finals=read[e][3], modalities=read[e][2])
+                  for e in list(read) if e.startswith(REPLICATE)}
+    for e in replicates:
+        del read[e]
     groups = loss_groups([report.params.experiment(e) for e in read if e not in validations])
     for group in groups:  # Table 1's shape: one setup under several losses
         if len(group) < 2:
@@ -172,10 +181,10 @@ def build(report: ReportInput) -> ReportOutput:
         selection, shown = rate_selection(report, exp, read)
         again = replicates.get(replicate_of(exp))
         parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
-                                               selection, again and (again[3], again[2])), ""]
+                                               selection, again), ""]
         if again:
             parts += [f"The replicate `{replicate_of(exp)}`: final round, mean ± std over "
-                      "seeds:", "", *experiment_table(again[3], again[2], {}), ""]
+                      "seeds:", "", *experiment_table(again.finals, again.modalities, {}), ""]
         metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
                     for a, f in finals.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)

@@ -42,8 +42,9 @@ from clusterfl.reports.verdicts import (
     close,
     compare,
     decide,
-    replicated,
+    fewest_seeds,
     variance_ratio,
+    with_replicates,
 )
 
 FIG1 = ("p4_fig1", "p4_fig1_n100")
@@ -206,13 +207,11 @@ def check(final: Finals, sweeps: Mapping[str, Any], replicate: Finals | None = N
           replicate_sweeps: Mapping[str, Any] | None = None) -> list[ClaimRow]:
     """The claim rows, each with its `replicates` cell: the same row decided on the second
     draw's cells (`replicate`, keyed by the trials' experiment names), where they ran."""
-    again = dict(checked(replicate, replicate_sweeps or {})) if replicate else {}
-    seeds = min((len(f["error"]) for f in (replicate or {}).values() if f.get("error")),
-                default=0)
-    return [ClaimRow(row.claim_id, row.ours, row.verdict,
-                     replicated(row.verdict, again[key].verdict, seeds) if key in again
-                     else row.replicates)
-            for key, row in checked(final, sweeps)]
+    rows = checked(final, sweeps)
+    if replicate is None:
+        return [row for _, row in rows]
+    return with_replicates(rows, checked(replicate, replicate_sweeps or {}),
+                           fewest_seeds(replicate.values(), "error"))
 
 
 def refuse(rows: list[ClaimRow], why: str) -> list[ClaimRow]:

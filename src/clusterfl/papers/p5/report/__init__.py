@@ -7,14 +7,23 @@
 - figures per experiment: `p5/<exp>_objective.png` (Figs. 4-5: objective vs rounds and vs
   uploaded numbers) and `p5/<exp>_clustering.png` (Fig. 6: accuracy vs rounds and cost,
   centralized methods as horizontal lines; ARI, NMI);
-- the paper's claims (references.yaml) checked one by one (`claims.check`).
+- the paper's claims (references.yaml) checked one by one (`claims.check`), each decided
+  again on the replicate experiments (`p5_rep_<name>`, a second data draw) where the suite
+  ran them (`claims.replicate_cell`); in the tables a replicate is one more experiment.
 """
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pandas as pd
 
-from clusterfl.papers.p5.report.claims import Traces, check
+from clusterfl.papers.p5.report.claims import (
+    REPLICATE,
+    Traces,
+    check,
+    replicate_cell,
+    trials_of,
+)
 from clusterfl.papers.p5.report.figures import clustering_figure, convergence_figure
 from clusterfl.papers.p5.training.metrics import (
     CLUSTERING_ACCURACY,
@@ -95,12 +104,18 @@ def build(report: ReportInput) -> ReportOutput:
               for key, g in frame.groupby(["experiment", "algorithm"])}  # paired by seed
     claims = report.references.get("claims", [])
     per_seed = traces(report)
-    rows = [check(c, finals, per_seed) for c in claims]
+    again, again_traces = trials_of(finals), trials_of(per_seed)
+    finals = {k: v for k, v in finals.items() if not k[0].startswith(REPLICATE)}
+    rows = [replace(check(c, finals, per_seed),
+                    replicates=replicate_cell(c, finals, per_seed, again, again_traces))
+            for c in claims]
     markdown = "\n".join([
         INTRO, *accuracy, "", "ARI / NMI (samples against their true labels), last round:", "",
         *ari_nmi, "", "## The paper's claims, checked", "",
         "Means ± std over seeds; each comparison seed by seed (each seed one common initial "
         "point and partition): wins on k of n seeds, mean paired difference with its 95 % "
-        "interval; the verdict rules are in `papers/p5/report/claims.py`.", "",
+        "interval; the verdict rules are in `papers/p5/report/claims.py`; replicates: the "
+        f"same rule on the `{REPLICATE}<name>` experiments, a second data draw, beside the "
+        "trials' verdict on the same experiments.", "",
         *claims_table(rows, {c["id"]: c for c in claims}), ""])
     return ReportOutput(markdown=markdown, figures=written)

@@ -23,14 +23,19 @@ and how each is read:
   than `factor` times its own on the i.i.d. set ("deteriorates a lot"), b's less than
   `factor` times ("almost unchanged"), seed by seed; censored as cost (a run that never gets
   there needed more rounds than it ran).
+
+A replicate experiment `p5_rep_<name>` (`p5_<name>` on a second data draw: the synthetic
+generator at another seed) decides each claim again (`replicate_cell`) on the experiments
+that have one, beside the trials' verdict on those same experiments.
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from clusterfl.reports.verdicts import (
+    NOT_RUN,
     ClaimRow,
     PerSeed,
     Reach,
@@ -39,12 +44,15 @@ from clusterfl.reports.verdicts import (
     compare,
     decide,
     reach_first,
+    replicated,
 )
 
 Finals = Mapping[tuple[str, str], PerSeed]  # (experiment, algorithm) -> % per seed
 # (experiment, algorithm) -> per seed, [(cumulative upload, objective)] per round
 Traces = Mapping[tuple[str, str], Sequence[Sequence[tuple[float, float]]]]
 COST_WITHIN = 0.01
+REPLICATE = "p5_rep_"  # p5_rep_<name>: p5_<name> on a second data draw
+Keyed = TypeVar("Keyed")
 
 
 def cost_to_reach(trace: Sequence[tuple[float, float]], target: float) -> tuple[float, bool]:
@@ -187,3 +195,39 @@ def check(claim: Mapping[str, Any], finals: Finals, traces: Traces) -> ClaimRow:
     verdict = decide(verdicts)
     return ClaimRow(claim["id"], "; ".join(evidence) or "none of its cells ran", verdict)
 
+
+
+def trials_of(cells: Mapping[tuple[str, str], Keyed]) -> dict[tuple[str, str], Keyed]:
+    """The replicate cells of `cells`, keyed by their trials experiment (`p5_rep_<name>` ->
+    `p5_<name>`) so that a claim's own experiment names find them."""
+    return {("p5_" + e.removeprefix(REPLICATE), a): v for (e, a), v in cells.items()
+            if e.startswith(REPLICATE)}
+
+
+def restricted(claim: Mapping[str, Any], experiments: set[str]) -> dict[str, Any]:
+    """`claim` with its experiments and pairs cut down to those among `experiments`."""
+    out = dict(claim)
+    if "experiments" in claim:
+        out["experiments"] = [e for e in claim["experiments"] if e in experiments]
+    if "pairs" in claim:
+        out["pairs"] = [p for p in claim["pairs"] if all(e in experiments for e in p)]
+    return out
+
+
+def replicate_cell(claim: Mapping[str, Any], finals: Finals, traces: Traces,
+                   replicate: Finals, replicate_traces: Traces) -> str:
+    """The claim's `replicates` cell: decided on the replicate cells (keyed by the trials'
+    names, `trials_of`) of the experiments that have them, beside the trials' verdict on
+    those same experiments; "not run" where none of its experiments has a replicate."""
+    have = {e for e, _ in [*replicate, *replicate_traces]}
+    named = [*claim.get("experiments", []), *(e for p in claim.get("pairs", []) for e in p)]
+    mine = [e for e in dict.fromkeys(named) if e in have]
+    cut = restricted(claim, set(mine))
+    again = check(cut, replicate, replicate_traces)
+    if again.verdict == NOT_RUN or not mine:
+        return NOT_RUN
+    trials = check(cut, finals, traces)
+    seeds = min((len(_values(v)) for k, v in replicate.items() if k[0] in mine), default=0)
+    seeds = seeds or min((len(v) for k, v in replicate_traces.items() if k[0] in mine),
+                         default=0)
+    return f"{replicated(trials.verdict, again.verdict, seeds)} - on {', '.join(mine)}"
