@@ -196,7 +196,6 @@ def check(claim: Mapping[str, Any], finals: Finals, traces: Traces) -> ClaimRow:
     return ClaimRow(claim["id"], "; ".join(evidence) or "none of its cells ran", verdict)
 
 
-
 def trials_of(cells: Mapping[tuple[str, str], Keyed]) -> dict[tuple[str, str], Keyed]:
     """The replicate cells of `cells`, keyed by their trials experiment (`p5_rep_<name>` ->
     `p5_<name>`) so that a claim's own experiment names find them."""
@@ -222,12 +221,13 @@ def replicate_cell(claim: Mapping[str, Any], finals: Finals, traces: Traces,
     have = {e for e, _ in [*replicate, *replicate_traces]}
     named = [*claim.get("experiments", []), *(e for p in claim.get("pairs", []) for e in p)]
     mine = [e for e in dict.fromkeys(named) if e in have]
+    if not mine:
+        return NOT_RUN
     cut = restricted(claim, set(mine))
     again = check(cut, replicate, replicate_traces)
-    if again.verdict == NOT_RUN or not mine:
+    if again.verdict == NOT_RUN:
         return NOT_RUN
     trials = check(cut, finals, traces)
-    seeds = min((len(_values(v)) for k, v in replicate.items() if k[0] in mine), default=0)
-    seeds = seeds or min((len(v) for k, v in replicate_traces.items() if k[0] in mine),
-                         default=0)
+    seeds = min(len(v) for cells in (replicate, replicate_traces)
+                for (e, _), v in cells.items() if e in mine)
     return f"{replicated(trials.verdict, again.verdict, seeds)} - on {', '.join(mine)}"
