@@ -61,17 +61,20 @@ def test_pfedme_sample_weighting_switch(tiny_data):
     torch.testing.assert_close(algo.global_model["1.weight"], expected)
 
 
-def test_ifca_gradient_averaging_by_hand(tiny_data):
+@pytest.mark.parametrize("weighting", ["uniform", "samples"])
+def test_ifca_gradient_averaging_by_hand(tiny_data, weighting):
     """Both clusters start at 0: every client picks cluster 0 (tie), and cluster 0 takes one
-    step of the sample-weighted mean full-batch gradient; cluster 1 is untouched."""
+    step of the mean full-batch gradient, plain (Ghosh et al.'s option II mean, the default)
+    or sample-weighted (the named variant); cluster 1 is untouched."""
     model = build_model("mlr", (4,), 3)
     sched = Schedule(lr=0.5, rounds=1, local_steps=7, batch_size=2)  # ignored by "gradient"
     ctx = NeuralContext.build(model, ENGINES["vectorized"](model, tiny_data), sched, seed=0)
-    algo = _zero_start(Ifca)(IfcaHyper(num_clusters=2, variant="gradient"), ctx)
+    hyper = IfcaHyper(num_clusters=2, variant="gradient", weighting=weighting)
+    algo = _zero_start(Ifca)(hyper, ctx)
     algo.setup()
     assert algo.clusters.tolist() == [0, 0, 0]
     algo.round(1, algo.all_clients)
-    sizes = [5, 9, 3]
+    sizes = [5, 9, 3] if weighting == "samples" else [1, 1, 1]
     grad = sum(n * _mlr_grad_at_zero(tiny_data, c) for c, n in enumerate(sizes)) / sum(sizes)
     torch.testing.assert_close(algo.cluster_models["1.weight"][0], -0.5 * grad)
     assert not algo.cluster_models["1.weight"][1].any()

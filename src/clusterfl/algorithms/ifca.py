@@ -8,8 +8,14 @@ the official code `jichan3751/ifca`.
             (mean loss of theta_j on i's training data)
         model averaging:    i runs local SGD from theta_{j_i} and uploads the model
         gradient averaging: i uploads one gradient of F_i at theta_{j_i} (full local data)
-        theta_j <- sample-weighted mean over the clients with j_i = j of their upload
+        theta_j <- mean over the clients with j_i = j of their upload
                    (for gradients: theta_j - lr * mean gradient, the same thing)
+
+The server's mean: `weighting: uniform` (default) is Algorithm 1's option II as written,
+sum_i s_ij theta_i / sum_i s_ij, and the official code's (`global_param_update`: the sum over
+the cluster's models divided by their count); `samples` weights each upload by its client's
+training samples (FedAvg's n_k / n), the earlier default here, kept as a named variant. The
+two agree where every client holds as many samples (P4's threshold data).
 
 Readings:
 - Initialisation: K independent draws of the model from the run's generator (the official
@@ -17,7 +23,9 @@ Readings:
   initialization"; a ground-truth-aware init would need the true clusters, so we do not offer it.
 - A cluster no selected client picks keeps its model.
 - Gradient averaging takes one full-batch gradient step per round at the schedule's lr
-  (IFCA Algorithm 1, option I); the average of one-step models equals the gradient step.
+  (IFCA Algorithm 1, option I); the average of one-step models equals the gradient step,
+  averaged over the cluster's members (option I's step over all m selected machines, the
+  official synthetic code's, would scale it by the cluster's share of them: not offered).
 - Test time: client i uses the cluster model with the lowest loss on i's *training* data,
   re-estimated after each server step with the new models (the label-free reading; the
   official code's test-label-based assignment is not offered). The same estimate starts the
@@ -32,7 +40,7 @@ from typing import Literal
 
 import torch
 
-from clusterfl.algorithms.base import OneModelPerCluster
+from clusterfl.algorithms.base import OneModelPerCluster, Weighting, upload_weights
 from clusterfl.core.options import require
 from clusterfl.steps.aggregation import gather
 from clusterfl.steps.clustering import cluster_average, lowest_loss_cluster
@@ -42,9 +50,12 @@ from clusterfl.steps.clustering import cluster_average, lowest_loss_cluster
 class IfcaHyper:
     num_clusters: int = 2
     variant: Literal["model", "gradient"] = "model"
+    weighting: Weighting = "uniform"  # the server's mean (module docstring)
 
     def validate(self, key: str) -> None:
         require(self.num_clusters >= 1, f"{key}.num_clusters", "must be >= 1")
+        require(self.weighting in ("uniform", "samples"), f"{key}.weighting",
+                "must be uniform or samples")
 
 
 class Ifca(OneModelPerCluster[IfcaHyper]):
@@ -70,7 +81,7 @@ class Ifca(OneModelPerCluster[IfcaHyper]):
         else:
             local = self.train_clients(start, clients)
         labels = self.clusters[clients].cpu().numpy()
-        self.cluster_models = cluster_average(local, labels, self.train_sizes[clients],
-                                              self.cluster_models)
+        weights = upload_weights(self.hyper.weighting, self.train_sizes, clients)
+        self.cluster_models = cluster_average(local, labels, weights, self.cluster_models)
         self.clusters = self.estimate_clusters()
 

@@ -49,10 +49,11 @@ def context(mods: list[Modality], seed: int = 0, schedule: Schedule = SCHEDULE) 
                      modalities=mods, schedule=schedule)
 
 
-def test_one_rate_unimodal_is_fedavg_bit_for_bit() -> None:
+def test_one_rate_unimodal_with_sample_weights_is_fedavg_bit_for_bit() -> None:
     mod = modality("acc", [0, 1], 6, np.random.default_rng(0))
     for share in (False, True):  # one modality: the shared head is that modality's head
-        alg = MmFL(P3Hyper(rates=(0.1,), share_head=share), context([mod], seed=4))
+        alg = MmFL(P3Hyper(rates=(0.1,), share_head=share, server_weights="samples"),
+                   context([mod], seed=4))
         fed_ctx = NeuralContext.build(mod.model, mod.engine, SCHEDULE, modality_seed(4, 0))
         fed = FedAvg(FedAvgHyper(), fed_ctx)
         alg.setup()
@@ -174,3 +175,32 @@ def test_per_modality_selection_takes_the_lowest_mean_loss_over_clients() -> Non
     assert select_modality_rate(losses).tolist() == [0, 0, 0]
     with pytest.raises(UserError, match="select_per: must be client or modality"):
         P3Hyper(select_per="cohort").validate("algorithms.mmfl")
+
+
+def test_eq8_averages_with_one_over_n_and_the_variant_by_sample_counts() -> None:
+    from clusterfl.papers.p3.training.steps import server_step
+
+    # two clients of one modality with 1 and 3 samples, parameters 0 and 4
+    local = [{"enc.w": torch.tensor([[0.0], [4.0]]), "head.w": torch.tensor([[0.0], [4.0]])}]
+    uniform = server_step(local, [torch.ones(2)], share_head=False)
+    samples = server_step(local, [torch.tensor([1.0, 3.0])], share_head=False)
+    assert uniform[0]["enc.w"].tolist() == [2.0] and samples[0]["enc.w"].tolist() == [3.0]
+
+
+def test_step_9_scores_each_clients_local_model_before_the_server_step() -> None:
+    mod = modality("acc", [0, 1], 6, np.random.default_rng(0))
+    scored = {}
+    for how in ("local", "global"):
+        alg = MmFL(P3Hyper(rates=(0.1,), share_head=False, scored=how), context([mod], seed=4))
+        alg.setup()
+        alg.round(1, torch.arange(2))
+        scored[how] = alg.view().extras["models"][0]
+        if how == "global":
+            assert scored[how] is alg.models[0]
+    # the local models differ client by client; the server's output is one model broadcast
+    local, glob = scored["local"], scored["global"]
+    key = next(iter(local))
+    assert not torch.equal(local[key][0], local[key][1])
+    assert torch.equal(glob[key][0], glob[key][1])
+    # and the server's output is the plain mean of the local ones (Eq. 8)
+    torch.testing.assert_close(glob[key][0], local[key].mean(dim=0))

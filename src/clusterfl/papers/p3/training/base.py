@@ -19,6 +19,12 @@ rate. Clients that picked the same rate are trained by one engine call (at most 
 candidate), with the plan's columns of those clients, so a client's batches do not depend on
 what the others picked. Eq. (6)'s second update "for decoder model training using the same
 alpha" is the same local step applied to the head, which is part of each client's network.
+
+Step 9 scores "the weight θ_{n,k}^m", each client's completed local model of round k, before
+the server's Eq. (8): `scored: local` (default) records that; `global`, the earlier reading
+kept as a named variant, scores the server's output put in place for the next round. Eq. (8)
+averages with 1/N (`server_weights: uniform`, default); `samples` is FedAvg's |D_n|/|D^m|,
+the earlier reading, a named variant (`mmfl.py`).
 """
 
 from dataclasses import dataclass
@@ -27,7 +33,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from clusterfl.algorithms.base import build_engine
+from clusterfl.algorithms.base import Weighting, build_engine
 from clusterfl.core.options import require
 from clusterfl.core.types import SeedInputs, Tensors, View
 from clusterfl.engine import Adam, Sgd, make_plan
@@ -55,6 +61,8 @@ class P3Hyper:
     temp_data: Literal["rest", "subset"] = "subset"  # what the copy trains on (module doc)
     select_per: Literal["client", "modality"] = "client"  # whose loss picks a rate
     share_head: bool = True  # one head for every modality (mmFL) or one per modality
+    server_weights: Weighting = "uniform"  # Eq. (8)'s 1/N, or FedAvg's sample counts
+    scored: Literal["local", "global"] = "local"  # Step 9's model (module doc)
 
     def validate(self, key: str) -> None:
         require(all(r > 0 for r in self.rates), f"{key}.rates", "must all be > 0")
@@ -65,6 +73,9 @@ class P3Hyper:
                 "must be rest or subset")
         require(self.select_per in ("client", "modality"), f"{key}.select_per",
                 "must be client or modality")
+        require(self.server_weights in ("uniform", "samples"), f"{key}.server_weights",
+                "must be uniform or samples")
+        require(self.scored in ("local", "global"), f"{key}.scored", "must be local or global")
 
 
 class ModalityAlgorithm(FederatedAlgorithm[P3Hyper]):
@@ -86,6 +97,7 @@ class ModalityAlgorithm(FederatedAlgorithm[P3Hyper]):
         self.rngs = [np.random.default_rng(s) for s in seeds]
         self.generators = [torch.Generator().manual_seed(s) for s in seeds]
         self.selected: list[torch.Tensor] = []
+        self.trained: list[Tensors] | None = None  # this round's local models, Step 9's
 
     @classmethod
     def make_context(cls, run: SeedInputs) -> P3Context:
@@ -120,6 +132,7 @@ class ModalityAlgorithm(FederatedAlgorithm[P3Hyper]):
             choice = self.select(m, self.models[m])
             trained.append(self.train(m, self.models[m], choice))
             self.selected.append(choice)
+        self.trained = trained
         self.models = self.server(trained)
 
     def rule(self, lr: float) -> Any:
@@ -172,7 +185,9 @@ class ModalityAlgorithm(FederatedAlgorithm[P3Hyper]):
 
     # -- what is recorded -------------------------------------------------------------------------
     def view(self) -> View:
-        return View(extras={"models": self.models})
+        """The models scored: this round's local ones (Step 9) or the server's output."""
+        local = self.hyper.scored == "local" and self.trained is not None
+        return View(extras={"models": self.trained if local else self.models})
 
     def client_order(self) -> torch.Tensor:
         return torch.cat([mod.clients for mod in self.modalities])

@@ -87,20 +87,21 @@ def select_modality_rate(losses: torch.Tensor) -> torch.Tensor:
     return clean.mean(dim=1).argmin().expand(losses.shape[1]).clone()
 
 
-def server_step(local: list[Tensors], sizes: list[torch.Tensor], share_head: bool
+def server_step(local: list[Tensors], weights: list[torch.Tensor], share_head: bool
                 ) -> list[Tensors]:
     """Step 10: the next global model of each modality cluster m from its clients' trained
-    models `local[m]` ([n_m, ...]) and their sample counts `sizes[m]`.
+    models `local[m]` ([n_m, ...]) and their weights `weights[m]` (ones: Eq. 8's 1/N mean;
+    sample counts: FedAvg's |D_n| / |D^m|).
 
-    Encoder parameters: sum_{n in N^m} (|D_n| / |D^m|) theta_n inside cluster m (Eq. 8 with
-    FedAvg's size weights). Head parameters (`model.HEAD`): the same average over the clients
-    of every cluster when `share_head` (the server's one "decoder"), else inside m.
+    Encoder parameters: the weighted mean inside cluster m. Head parameters (`model.HEAD`):
+    the same mean over the clients of every cluster when `share_head` (the server's one
+    "decoder"), else inside m.
     """
-    out = [weighted_average(models, n) for models, n in zip(local, sizes, strict=True)]
+    out = [weighted_average(models, w) for models, w in zip(local, weights, strict=True)]
     if share_head:
         heads = [k for k in local[0] if k.startswith(HEAD)]
         every = {k: torch.cat([models[k] for models in local]) for k in heads}
-        shared = weighted_average(every, torch.cat(sizes))
+        shared = weighted_average(every, torch.cat(weights))
         for model in out:
             model.update({k: v.clone() for k, v in shared.items()})
     return out
