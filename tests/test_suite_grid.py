@@ -127,3 +127,27 @@ def test_training_imports_only_the_paper_of_its_cell():
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout
     assert out.strip() == "['clusterfl.papers.p1']"
+
+
+def test_p5_replicates_are_trial_cells_on_a_second_draw_of_the_same_generator():
+    """`p5_rep_<name>` (the claims' `replicates` column) is `p5_<name>`'s cell with every
+    setting the same but the dataset's seed: the same generator, sizes and split, a draw
+    that no trial reads."""
+    paper = load_params(ROOT / "suites/paper/params.yaml")
+    cells = {(c.experiment, c.algorithm) for c in paper.cells}
+    replicates = sorted((e, a) for e, a in cells if e.startswith("p5_rep_"))
+    assert {e for e, _ in replicates} == {"p5_rep_syn_unf_n2000_hard",
+                                          "p5_rep_syn_noniid_n2000_hard"}
+    for experiment, algorithm in replicates:
+        trial = "p5_" + experiment.removeprefix("p5_rep_")
+        assert (trial, algorithm) in cells
+        rep_x, trial_x = paper.experiment(experiment), paper.experiment(trial)
+        assert rep_x.schedule == trial_x.schedule and rep_x.model == trial_x.model
+        assert rep_x.algorithm_options == trial_x.algorithm_options
+        rep_p, trial_p = paper.partition(rep_x.partition), paper.partition(trial_x.partition)
+        assert rep_p | {"dataset": None} == trial_p | {"dataset": None}
+        (rep_source, rep_d), (trial_source, trial_d) = (paper.dataset(rep_p["dataset"]),
+                                                        paper.dataset(trial_p["dataset"]))
+        assert rep_source == trial_source == "fedc_nmf"
+        assert rep_d | {"seed": None} == trial_d | {"seed": None}
+        assert rep_d["seed"] != trial_d.get("seed", 0)
