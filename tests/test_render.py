@@ -45,9 +45,9 @@ def test_a_suite_of_several_papers_gets_one_report_stage_per_paper_on_its_cells_
     assert p5["cmd"] == "clusterfl report --suite paper --paper p5"
     results = [d for d in p5["deps"] if d.startswith("results/")]
     # 6 experiments x 5 algorithms, 4 x 4, the hard draw's 2 x 5, its replicate draw's 2 x 4,
-    # and issue 37's ablations: 4 x 1 (SNCP's twin), 4 x 3 (warm starts), 2 x 1 (Fig. 1(b)'s
-    # Q-hat) (suites/paper/params.yaml's P5 grid)
-    assert len(results) == 30 + 16 + 10 + 8 + 4 + 12 + 2
+    # the convergence sets' replicate draw 2 x 5, and issue 37's ablations: 4 x 1 (SNCP's
+    # twin), 4 x 3 (warm starts), 2 x 1 (Fig. 1(b)'s Q-hat) (suites/paper/params.yaml's P5 grid)
+    assert len(results) == 30 + 16 + 10 + 8 + 10 + 4 + 12 + 2
     assert all(d.startswith("results/paper/p5_") for d in results)
     assert results[:2] == ["results/paper/p5_syn_unf/sncp", "results/paper/p5_syn_unf/kmeanspp"]
     assert [d for d in p5["deps"] if d.startswith("data/")] == [
@@ -57,7 +57,8 @@ def test_a_suite_of_several_papers_gets_one_report_stage_per_paper_on_its_cells_
                                                "p5_syn_unf_n2000_hard",
                                                "p5_syn_noniid_n2000_hard",
                                                "p5_rep_syn_unf_n2000_hard",
-                                               "p5_rep_syn_noniid_n2000_hard")]
+                                               "p5_rep_syn_noniid_n2000_hard",
+                                               "p5_rep_syn_unf", "p5_rep_syn_noniid")]
     assert not [d for d in p5["deps"] if "/papers/p1" in d or "/papers/p2" in d]
     assert p5["outs"] == [f"reports/paper/p5/{o}"
                           for o in ("tables", "figures", "curves", "index.html")]

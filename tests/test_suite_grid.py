@@ -137,7 +137,8 @@ def test_p5_replicates_are_trial_cells_on_a_second_draw_of_the_same_generator():
     cells = {(c.experiment, c.algorithm) for c in paper.cells}
     replicates = sorted((e, a) for e, a in cells if e.startswith("p5_rep_"))
     assert {e for e, _ in replicates} == {"p5_rep_syn_unf_n2000_hard",
-                                          "p5_rep_syn_noniid_n2000_hard"}
+                                          "p5_rep_syn_noniid_n2000_hard",
+                                          "p5_rep_conv_syn_unf", "p5_rep_conv_syn_noniid"}
     for experiment, algorithm in replicates:
         trial = "p5_" + experiment.removeprefix("p5_rep_")
         assert (trial, algorithm) in cells

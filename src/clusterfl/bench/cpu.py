@@ -226,13 +226,17 @@ def fashion_mnist(rng: np.random.Generator, root: Path = FASHION_MNIST_DIR) -> t
     return x, y, f"synthetic Fashion-MNIST-shaped data ({root} is absent)"
 
 
-def round_setting(
-    clients: int, rng: np.random.Generator, device: str = "cpu"
-) -> tuple[ClientData, str]:
-    """Fashion-MNIST over `clients` clients, 2 classes each (pathological), 75/25 split.
+ClientArrays = list[tuple[np.ndarray, np.ndarray]]  # per client: (x, y)
+
+
+def round_clients(clients: int, rng: np.random.Generator) -> tuple[
+        ClientArrays, ClientArrays, str]:
+    """Fashion-MNIST over `clients` clients, 2 classes each (pathological), 75/25 split:
+    every client's (x, y) for training and for test, and the data's source.
 
     Every class is dealt to the same number of clients and every sample is used, as in
-    pFedMe's MNIST setting.
+    pFedMe's MNIST setting. A peer framework is handed these very arrays
+    (`papers/benchmark/tools/peer_round.py`).
     """
     from clusterfl.data import Dataset
     from clusterfl.partition.schemes import PathologicalOptions, pathological
@@ -242,8 +246,15 @@ def round_setting(
     opts = PathologicalOptions(num_clients=clients, classes_per_client=2,
                                size_range=(size, size), test_fraction=0.25)
     part = pathological(Dataset("fashion_mnist", x, y, CLASSES), opts, rng)
-    return ClientData.from_lists([(x[i], y[i]) for i in part.train],
-                                 [(x[i], y[i]) for i in part.test], device), source
+    return ([(x[i], y[i]) for i in part.train], [(x[i], y[i]) for i in part.test], source)
+
+
+def round_setting(
+    clients: int, rng: np.random.Generator, device: str = "cpu"
+) -> tuple[ClientData, str]:
+    """`round_clients`' data as the engines' `ClientData`."""
+    train, test, source = round_clients(clients, rng)
+    return ClientData.from_lists(train, test, device), source
 
 
 def algorithm_round(name: str, engine: Any, model: nn.Module, lr: float, batch: int,
@@ -302,7 +313,11 @@ def bench_round(
                 "evaluation": "all clients, train and test, every round", "rounds_timed": rounds,
                 "warmup_rounds": 1, "engine": engine_name, "threads": torch.get_num_threads()}
     if algorithm == "pfedme":
-        settings |= {"K": 5, "lambda": 15.0, "beta": 1.0, "personal_lr": 0.09}
+        from clusterfl.algorithms.pfedme import PFedMeHyper
+
+        h = PFedMeHyper()
+        settings |= {"K": h.inner_steps, "lambda": h.lam, "beta": h.beta,
+                     "personal_lr": h.personal_lr}
     return {"algorithm": algorithm, "seconds_per_round": round(seconds, 3), "data": source,
             "synthetic": source.startswith("synthetic"), "implementation": implementation,
             **settings}

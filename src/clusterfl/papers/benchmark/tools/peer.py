@@ -176,9 +176,9 @@ def check_scheme(scheme: str) -> str:
     return scheme
 
 
-def check_pfllib(path: Path) -> Path:
+def check_pfllib(path: Path, files: Sequence[str] = PFLLIB_FILES) -> Path:
     """`path` must be PFLlib's `system/` directory (it holds `flcore/` and `utils/`)."""
-    missing = [f for f in PFLLIB_FILES if not (path / f).is_file()]
+    missing = [f for f in files if not (path / f).is_file()]
     if missing:
         what = "does not exist" if not path.exists() else f"lacks {', '.join(missing)}"
         raise PeerError(f"--pfllib {path}: {what}; expected PFLlib's system/ directory (with "
@@ -262,24 +262,29 @@ def export_pfllib(dataset: Any, partition: Any, target: Path) -> list[tuple[int,
     from clusterfl.partition import views
 
     counts = []
-    for part in ("train", "test"):
-        (target / part).mkdir(parents=True, exist_ok=True)
     for k in range(partition.num_clients):
         sizes = []
         for part in ("train", "test"):
             x, y = views.client_data(dataset, partition, k, part)
-            data = {"x": np.ascontiguousarray(x, dtype=np.float32),
-                    "y": np.asarray(y).astype(np.int64)}
-            with (target / part / f"{k}.npz").open("wb") as f:
-                np.savez_compressed(f, data=data)  # type: ignore[arg-type]
+            write_pfllib_client(target, part, k, x, y)
             sizes.append(len(y))
         counts.append((sizes[0], sizes[1]))
     return counts
 
 
+def write_pfllib_client(target: Path, part: str, k: int, x: np.ndarray, y: np.ndarray) -> None:
+    """Client `k`'s samples of `part` (train or test) as PFLlib's `target/<part>/<k>.npz`."""
+    data = {"x": np.ascontiguousarray(x, dtype=np.float32), "y": np.asarray(y).astype(np.int64)}
+    (target / part).mkdir(parents=True, exist_ok=True)
+    with (target / part / f"{k}.npz").open("wb") as f:
+        np.savez_compressed(f, data=data)  # type: ignore[arg-type]
+
+
 # -- PFLlib ------------------------------------------------------------------------------------
-def _import_pfllib(system: Path, site: Path) -> dict[str, Any]:
-    """PFLlib's modules, imported from `system` (and `site`, where it exists, for h5py)."""
+def _import_pfllib(system: Path, site: Path,
+                   classes: dict[str, tuple[str, str]] = PFLLIB_CLASSES) -> dict[str, Any]:
+    """PFLlib's server `classes` (alias -> (module, class)) and its `models` module, imported
+    from `system` (and `site`, where it exists, for h5py)."""
     for folder in (site, system):
         if folder.is_dir() and str(folder) not in sys.path:
             sys.path.insert(0, str(folder))
@@ -296,8 +301,7 @@ def _import_pfllib(system: Path, site: Path) -> dict[str, Any]:
                         f"install --target {site} --no-deps h5py` (or pass --site a folder "
                         "that has it)") from None
     try:
-        modules = {a: getattr(importlib.import_module(m), c)
-                   for a, (m, c) in PFLLIB_CLASSES.items()}
+        modules = {a: getattr(importlib.import_module(m), c) for a, (m, c) in classes.items()}
         modules["models"] = importlib.import_module("flcore.trainmodel.models")
     except (ImportError, AttributeError) as err:
         raise PeerError(f"--pfllib {system}: cannot import PFLlib ({type(err).__name__}: "
