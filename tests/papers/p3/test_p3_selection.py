@@ -130,12 +130,12 @@ VARIANTS = {"mmfl_hi": Variant(HI, 5, 0.2), "mmfl_hi_t2": Variant(HI, 2, 0.2),
 
 def test_t_temp_and_holdout_are_picked_for_the_bracketing_grid_and_edges_flagged():
     finals = {"mmfl_hi": acc(0.7, 0.8), "mmfl_hi_t2": acc(0.6, 0.6),
-              "mmfl_hi_t10": acc(0.76, 0.76), "mmfl_hi_d0_1": acc(0.74, 0.74),
+              "mmfl_hi_t10": acc(0.76, 0.86), "mmfl_hi_d0_1": acc(0.74, 0.74),
               "mmfl_mid_t2": acc(0.99, 0.99)}  # mmfl_hi_d0_3 did not run
     pick = pick_settings(finals, "mmfl_hi", HI, VARIANTS)
-    assert pick.cell == "mmfl_hi_t10"
+    assert pick.cell == "mmfl_hi_t10"  # +6 points on both seeds over T_temp 5: no plateau
     assert pick.scores == pytest.approx({"mmfl_hi": 75.0, "mmfl_hi_t2": 60.0,
-                                         "mmfl_hi_t10": 76.0, "mmfl_hi_d0_1": 74.0})
+                                         "mmfl_hi_t10": 81.0, "mmfl_hi_d0_1": 74.0})
     assert next(iter(pick.variants)) == "mmfl_hi"
     # T_temp 10 is the largest tried; |d| 0.2 is the largest tried here (0.3 did not run)
     assert pick.edges() == ["T_temp", "|d|"]
@@ -144,7 +144,8 @@ def test_t_temp_and_holdout_are_picked_for_the_bracketing_grid_and_edges_flagged
     centre = pick_settings(finals, "mmfl_hi", HI, VARIANTS)
     assert centre.cell == "mmfl_hi" and centre.edges() == []
     # equal means: the first listed wins
-    tie = pick_settings({"mmfl_hi": acc(0.5), "mmfl_hi_t2": acc(0.5)}, "mmfl_hi", HI, VARIANTS)
+    tie = pick_settings({"mmfl_hi": acc(0.5), "mmfl_hi_t2": acc(0.5), "mmfl_hi_t10": acc(0.4)},
+                        "mmfl_hi", HI, VARIANTS)
     assert tie.cell == "mmfl_hi"
     assert pick_settings({"mmfl_mid_t2": acc(0.9)}, "mmfl_hi", HI, VARIANTS) is None
     selection = select("val", {"mmfl_lr0_1": acc(0.6), "mmfl_lr0_3": acc(0.7),
@@ -161,8 +162,8 @@ def test_the_claims_compare_mmfl_at_its_picked_settings(tmp_path: Path):
     from clusterfl.papers.p3.report.claims import check
 
     selection = select("val", {"mmfl_lr0_1": acc(0.6), "mmfl_lr0_3": acc(0.7),
-                               "mmfl_lr1_0": acc(0.1), "mmfl_hi": acc(0.5),
-                               "mmfl_hi_t2": acc(0.6), "mmfl_hi_t10": acc(0.55)},
+                               "mmfl_lr1_0": acc(0.1), "mmfl_hi": acc(0.5, 0.5),
+                               "mmfl_hi_t2": acc(0.6, 0.6), "mmfl_hi_t10": acc(0.55, 0.55)},
                        ["mmfl"], {"mmfl_hi": HI}, VARIANTS)
     assert selection.meta == "mmfl_hi_t2"
     cell = {"test_acc": [0.8, 0.9], "test_acc_a": [0.8, 0.9]}
@@ -178,3 +179,27 @@ def test_the_claims_compare_mmfl_at_its_picked_settings(tmp_path: Path):
     missing = [r for r in check({"mmfl_hi": cell, "mmfl_lr0_3": low}, ["a"], selection)
                if r.claim_id == "meta_beats_fixed"]
     assert missing[0].verdict == "not run" and "no test cell mmfl_hi_t2" in missing[0].ours
+
+
+WIDE = {"mmfl_hi": Variant(HI, 5, 0.2), "mmfl_hi_t20": Variant(HI, 20, 0.2),
+        "mmfl_hi_t40": Variant(HI, 40, 0.2), "mmfl_hi_t80": Variant(HI, 80, 0.2),
+        "mmfl_hi_d0_1": Variant(HI, 5, 0.1), "mmfl_hi_d0_3": Variant(HI, 5, 0.3)}
+
+
+def test_an_edge_within_noise_of_its_inner_neighbour_is_a_plateau_the_pick_steps_in():
+    finals = {"mmfl_hi": acc(0.80, 0.82, 0.81), "mmfl_hi_t20": acc(0.82, 0.84, 0.83),
+              "mmfl_hi_t40": acc(0.86, 0.87, 0.88), "mmfl_hi_t80": acc(0.88, 0.86, 0.885),
+              "mmfl_hi_d0_1": acc(0.7, 0.7, 0.7), "mmfl_hi_d0_3": acc(0.7, 0.7, 0.7)}
+    pick = pick_settings(finals, "mmfl_hi", HI, WIDE)
+    # T_temp 80 has the best mean (87.5 against 87.0) at the top edge; against T_temp 40 per
+    # seed +2, -1, +0.5: mean +0.5, sd 1.5, t(2) 4.303 x 1.5 / sqrt 3 = 3.73 -> the interval
+    # holds 0 and the pick is 40, interior
+    assert pick.cell == "mmfl_hi_t40" and pick.edges() == []
+    assert pick.describe() == (
+        "T_temp 40, |d| 0.2|D|; T_temp plateaued at the grid's edge: `mmfl_hi_t80` against "
+        "`mmfl_hi_t40` wins on 2 of 3 seeds, mean paired difference +0.50 points (95 % "
+        "interval -3.23 to +4.23)")
+    # a last step that gains on every seed is no plateau: the edge stays, flagged
+    finals["mmfl_hi_t80"] = acc(0.90, 0.91, 0.92)
+    edge = pick_settings(finals, "mmfl_hi", HI, WIDE)
+    assert edge.cell == "mmfl_hi_t80" and edge.edges() == ["T_temp"] and not edge.plateau

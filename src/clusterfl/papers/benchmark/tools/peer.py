@@ -104,7 +104,7 @@ import tempfile
 import time
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -480,12 +480,20 @@ def write_outputs(rows: Sequence[Row], out: Path, scheme: str, lr: float) -> lis
 
 
 # -- the command -------------------------------------------------------------------------------
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m clusterfl.papers.benchmark.tools.peer",
-        description="Ditto and FedRep: ours beside PFLlib's on one benchmark partition.")
+def pfllib_parser(prog: str, description: str) -> argparse.ArgumentParser:
+    """A parser with the options every PFLlib comparison takes: --pfllib and --site."""
+    p = argparse.ArgumentParser(prog=f"python -m {prog}", description=description)
     p.add_argument("--pfllib", type=Path, required=True,
                    help="PFLlib's system/ directory (holds flcore/ and utils/)")
+    p.add_argument("--site", type=Path, default=Path("/tmp/peer_site"),
+                   help="a folder with h5py (pip install --target), put on sys.path only "
+                        "for PFLlib")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = pfllib_parser("clusterfl.papers.benchmark.tools.peer",
+                      "Ditto and FedRep: ours beside PFLlib's on one benchmark partition.")
     p.add_argument("--scheme", default="bm_patho2", help=f"one of {', '.join(SCHEMES)}")
     p.add_argument("--data-root", "--workdir", dest="data_root", type=Path, default=Path("."),
                    help="the directory holding data/benchmark/ (raw dataset and partitions)")
@@ -497,9 +505,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=None,
                    help="rounds (default: the suite's, 20)")
     p.add_argument("--out", type=Path, default=Path("peer_out"))
-    p.add_argument("--site", type=Path, default=Path("/tmp/peer_site"),
-                   help="a folder with h5py (pip install --target), put on sys.path only "
-                        "for PFLlib")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--fedrep-relu-body", action="store_true",
                    help="also run PFLlib's FedRep with its body ending in ReLU, as ours "
@@ -557,9 +562,7 @@ def run(args: argparse.Namespace) -> str:
                     print(f"{impl:6s} {alg:6s} seed {seed}: round {len(acc)} accuracy "
                           f"{100 * acc[-1]:.2f}%, {took:.1f} s", flush=True)
     except BaseException:
-        tail = log.getvalue().strip().splitlines()[-15:]
-        if tail:
-            print("PFLlib's last output:\n" + "\n".join(tail), file=sys.stderr)
+        print_log_tail(log)
         raise
     finally:
         (workdir / "pfllib.log").write_text(log.getvalue())
@@ -576,14 +579,26 @@ def run(args: argparse.Namespace) -> str:
     return table
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def print_log_tail(log: io.StringIO) -> None:
+    """PFLlib's last lines of output, on stderr: what it said before a failure."""
+    tail = log.getvalue().strip().splitlines()[-15:]
+    if tail:
+        print("PFLlib's last output:\n" + "\n".join(tail), file=sys.stderr)
+
+
+def exit_status(run_command: Callable[[argparse.Namespace], str],
+                args: argparse.Namespace) -> int:
+    """`run_command(args)`'s exit status: 0, or 2 with a one-line error for bad input."""
     try:
-        run(args)
+        run_command(args)
     except UserError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return exit_status(run, parse_args(argv))
 
 
 if __name__ == "__main__":

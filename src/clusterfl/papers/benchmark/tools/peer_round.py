@@ -48,12 +48,14 @@ from typing import Any
 
 import numpy as np
 
-from clusterfl.core.errors import UserError
 from clusterfl.papers.benchmark.tools.peer import (
     PFLLIB_DEFAULTS,
     PeerError,
     _import_pfllib,
     check_pfllib,
+    exit_status,
+    pfllib_parser,
+    print_log_tail,
     write_pfllib_client,
 )
 
@@ -146,19 +148,14 @@ def table(runs: dict[tuple[str, str], list[float]]) -> str:
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
-        prog="python -m clusterfl.papers.benchmark.tools.peer_round",
-        description="Seconds per round of FedAvg and pFedMe: ours beside PFLlib's.")
-    p.add_argument("--pfllib", type=Path, required=True,
-                   help="PFLlib's system/ directory (holds flcore/ and utils/)")
+    p = pfllib_parser("clusterfl.papers.benchmark.tools.peer_round",
+                      "Seconds per round of FedAvg and pFedMe: ours beside PFLlib's.")
     p.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS),
                    help=f"any of {', '.join(ALGORITHMS)}")
     p.add_argument("--pairs", type=int, default=3, help="runs of each implementation")
     p.add_argument("--rounds", type=int, default=5, help="timed rounds a run (after one)")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads for both (default: every core)")
-    p.add_argument("--site", type=Path, default=Path("/tmp/peer_site"),
-                   help="a folder with h5py, put on sys.path only for PFLlib")
     return p.parse_args(argv)
 
 
@@ -195,9 +192,7 @@ def run(args: argparse.Namespace) -> str:
                       f"PFLlib {peer:.3f} s a round (load {os.getloadavg()[0]:.1f})",
                       flush=True)
     except BaseException:
-        tail = log.getvalue().strip().splitlines()[-15:]
-        if tail:
-            print("PFLlib's last output:\n" + "\n".join(tail), file=sys.stderr)
+        print_log_tail(log)
         raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -207,13 +202,7 @@ def run(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    try:
-        run(args)
-    except UserError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(run, parse_args(argv))
 
 
 if __name__ == "__main__":
