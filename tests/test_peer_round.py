@@ -13,7 +13,7 @@ import pytest
 from clusterfl.papers.benchmark.tools import peer_round
 
 OURS_PFEDME = {"clients": 20, "batch": 10, "lr": 0.005, "local_epochs": 1, "rounds_timed": 3,
-               "model": "dnn 784-100-10", "K": 5, "lambda": 15.0, "beta": 1.0,
+               "model": "dnn 784-100-10", "hidden": 100, "K": 5, "lambda": 15.0, "beta": 1.0,
                "personal_lr": 0.09}
 
 

@@ -249,11 +249,14 @@ def round_clients(clients: int, rng: np.random.Generator) -> tuple[
     return ([(x[i], y[i]) for i in part.train], [(x[i], y[i]) for i in part.test], source)
 
 
+RoundData = tuple[ClientArrays, ClientArrays, str]  # `round_clients`' train, test, source
+
+
 def round_setting(
-    clients: int, rng: np.random.Generator, device: str = "cpu"
+    clients: int, rng: np.random.Generator, device: str = "cpu", given: RoundData | None = None
 ) -> tuple[ClientData, str]:
-    """`round_clients`' data as the engines' `ClientData`."""
-    train, test, source = round_clients(clients, rng)
+    """`round_clients`' data (or the `given` arrays) as the engines' `ClientData`."""
+    train, test, source = given if given is not None else round_clients(clients, rng)
     return ClientData.from_lists(train, test, device), source
 
 
@@ -297,9 +300,12 @@ def time_rounds(run_round: Callable[[int], None], rounds: int, warmup: int = 1) 
 def bench_round(
     algorithm: str, clients: int = 20, rounds: int = 5, batch: int = 10, lr: float = 0.005,
     hidden: int = 100, engine_name: str = "vectorized", seed: int = 0, device: str = "cpu",
+    given: RoundData | None = None,
 ) -> dict[str, Any]:
+    """Seconds per round of `algorithm` at the setting above; `given`: `round_clients`' arrays
+    drawn once by the caller (a peer framework times the same arrays), else drawn here."""
     rng = np.random.default_rng(seed)
-    data, source = round_setting(clients, rng, device)
+    data, source = round_setting(clients, rng, device, given)
     model = build_model("dnn", (FEATURES,), CLASSES, {"hidden": hidden}).to(device)
     engine = VectorizedEngine(model, data) if engine_name == "vectorized" else ReferenceEngine(
         model, data)
@@ -309,7 +315,8 @@ def bench_round(
         raise ValueError(f"no round to time for algorithm {algorithm!r}")
     seconds = time_rounds(run_round, rounds)
     settings = {"clients": clients, "classes_per_client": 2, "split": "75/25",
-                "model": f"dnn 784-{hidden}-10", "batch": batch, "local_epochs": 1, "lr": lr,
+                "model": f"dnn 784-{hidden}-10", "hidden": hidden, "batch": batch,
+                "local_epochs": 1, "lr": lr,
                 "evaluation": "all clients, train and test, every round", "rounds_timed": rounds,
                 "warmup_rounds": 1, "engine": engine_name, "threads": torch.get_num_threads()}
     if algorithm == "pfedme":

@@ -281,7 +281,7 @@ def write_pfllib_client(target: Path, part: str, k: int, x: np.ndarray, y: np.nd
 
 
 # -- PFLlib ------------------------------------------------------------------------------------
-def _import_pfllib(system: Path, site: Path,
+def import_pfllib(system: Path, site: Path,
                    classes: dict[str, tuple[str, str]] = PFLLIB_CLASSES) -> dict[str, Any]:
     """PFLlib's server `classes` (alias -> (module, class)) and its `models` module, imported
     from `system` (and `site`, where it exists, for h5py)."""
@@ -529,7 +529,7 @@ def run(args: argparse.Namespace) -> str:
     from clusterfl.engine.threads import configure_threads
 
     configure_threads(args.threads)
-    modules = _import_pfllib(system, args.site)
+    modules = import_pfllib(system, args.site)
     s, dataset = inputs.setting, inputs.dataset
     print(f"{scheme}: seeds {seeds}, {s.rounds} rounds, lr {s.lr:g}, batch {s.batch_size}, "
           f"{s.local_epochs} local epoch(s); ditto lam {s.ditto_lam:g}; fedrep head epochs "

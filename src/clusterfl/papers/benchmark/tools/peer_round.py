@@ -51,9 +51,9 @@ import numpy as np
 from clusterfl.papers.benchmark.tools.peer import (
     PFLLIB_DEFAULTS,
     PeerError,
-    _import_pfllib,
     check_pfllib,
     exit_status,
+    import_pfllib,
     pfllib_parser,
     print_log_tail,
     write_pfllib_client,
@@ -65,6 +65,7 @@ PFLLIB_CLASSES = {"fedavg": ("flcore.servers.serveravg", "FedAvg"),
 PFLLIB_FILES = ("flcore/servers/serveravg.py", "flcore/servers/serverpFedMe.py",
                 "flcore/trainmodel/models.py", "utils/data_utils.py")
 DATASET = "clusterfl_bench_round"
+CLIENTS = 20  # `bench round`'s default
 
 
 def export_round_data(train: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -78,12 +79,14 @@ def export_round_data(train: Sequence[tuple[np.ndarray, np.ndarray]],
 def pfllib_round_args(algorithm: str, ours: dict[str, Any], model: Any) -> types.SimpleNamespace:
     """PFLlib's `args` (main.py's namespace) for `bench_round`'s settings `ours`: one
     iteration more than the rounds timed, as its loop's first is not timed here."""
+    from clusterfl.bench.cpu import CLASSES
+
     extra = {}
     if algorithm == "pfedme":
         extra = {"K": ours["K"], "lamda": ours["lambda"], "beta": ours["beta"],
                  "p_learning_rate": ours["personal_lr"]}
     return types.SimpleNamespace(
-        **PFLLIB_DEFAULTS, **extra, dataset=DATASET, num_classes=10, model=model,
+        **PFLLIB_DEFAULTS, **extra, dataset=DATASET, num_classes=CLASSES, model=model,
         algorithm=PFLLIB_CLASSES[algorithm][1], batch_size=ours["batch"],
         local_learning_rate=ours["lr"], global_rounds=ours["rounds_timed"],
         local_epochs=ours["local_epochs"], join_ratio=1.0, num_clients=ours["clients"],
@@ -95,11 +98,12 @@ def pfllib_seconds(modules: dict[str, Any], algorithm: str, ours: dict[str, Any]
     """Median seconds of PFLlib's own per-iteration `Budget`, its first iteration left out."""
     import torch
 
-    hidden = int(ours["model"].split("-")[1])
+    from clusterfl.bench.cpu import CLASSES, FEATURES
+
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-    model = modules["models"].DNN(784, hidden, 10)
+    model = modules["models"].DNN(FEATURES, ours["hidden"], CLASSES)
     args = pfllib_round_args(algorithm, ours, model)
     run_dir = workdir / "run"
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -170,7 +174,7 @@ def run(args: argparse.Namespace) -> str:
     from clusterfl.engine.threads import configure_threads
 
     configure_threads(args.threads)
-    modules = _import_pfllib(system, args.site, PFLLIB_CLASSES)
+    modules = import_pfllib(system, args.site, PFLLIB_CLASSES)
     import torch
 
     seed = 0
@@ -178,13 +182,15 @@ def run(args: argparse.Namespace) -> str:
     log = io.StringIO()
     runs: dict[tuple[str, str], list[float]] = {}
     try:
-        train, test, source = round_clients(20, np.random.default_rng(seed))
+        given = round_clients(CLIENTS, np.random.default_rng(seed))
+        train, test, source = given
         export_round_data(train, test, workdir / "dataset" / DATASET)
         print(f"data: {source}; {cpu_name()}; torch {torch.__version__}, "
               f"{torch.get_num_threads()} threads; PFLlib from {system}", flush=True)
         for alg in args.algorithms:
             for pair in range(args.pairs):
-                ours = bench_round(alg, rounds=args.rounds, seed=seed)
+                ours = bench_round(alg, clients=CLIENTS, rounds=args.rounds, seed=seed,
+                                   given=given)
                 runs.setdefault(("ours", alg), []).append(ours["seconds_per_round"])
                 peer = pfllib_seconds(modules, alg, ours, workdir, seed, log)
                 runs.setdefault(("pfllib", alg), []).append(peer)

@@ -19,13 +19,12 @@ experiment:
   edge (issue 55); the grid is widened there and run again, unless it has plateaued: where
   the best sits at an edge and the variant one value inwards is within noise of it (the
   paired 95 % interval of their per-seed difference holds 0), the pick is that inner
-  variant, and the report says so (T_temp on the watch data: 87.07 % at 40, 87.12 % at 80,
-  after 20 -> 40 had gained 2.56 points).
+  variant, and the report says so (docs/p3.md: T_temp on the watch data).
 The test experiment then compares each family at its picked rate, and mmFL at its picked
 grid and settings.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,6 +85,11 @@ class Variant:
     holdout: float
 
 
+# the two settings picked on validation, each read off a variant
+SETTINGS: dict[str, Callable[[Variant], float]] = {"T_temp": lambda v: v.temp_steps,
+                                                   "|d|": lambda v: v.holdout}
+
+
 @dataclass(frozen=True)
 class SettingsPick:
     """mmFL's T_temp and |d|/|D| picked on validation among its grid's variants."""
@@ -100,7 +104,7 @@ class SettingsPick:
         more): the grid did not bracket them."""
         picked = self.variants[self.cell]
         out = []
-        for name, value in (("T_temp", lambda v: v.temp_steps), ("|d|", lambda v: v.holdout)):
+        for name, value in SETTINGS.items():
             tried = {value(v) for v in self.variants.values()}
             if len(tried) > 1 and value(picked) in (min(tried), max(tried)):
                 out.append(name)
@@ -111,9 +115,6 @@ class SettingsPick:
         return (f"T_temp {v.temp_steps}{' (grid edge)' if 'T_temp' in edges else ''}, "
                 f"|d| {v.holdout:g}|D|{' (grid edge)' if '|d|' in edges else ''}"
                 + (f"; {self.plateau}" if self.plateau else ""))
-
-
-SETTINGS = {"T_temp": lambda v: v.temp_steps, "|d|": lambda v: v.holdout}
 
 
 def inner_neighbour(variants: Mapping[str, Variant], cell: str, name: str) -> str | None:
