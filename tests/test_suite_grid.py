@@ -152,3 +152,54 @@ def test_p5_replicates_are_trial_cells_on_a_second_draw_of_the_same_generator():
         assert rep_source == trial_source == "fedc_nmf"
         assert rep_d | {"seed": None} == trial_d | {"seed": None}
         assert rep_d["seed"] != trial_d.get("seed", 0)
+
+
+def test_p1_replicates_are_table2_cells_on_another_draw_of_their_data():
+    """`p1_rep_<name>` (Table 2's `replicates` column) is `p1_<name>`'s cell with every
+    training and partition setting the same: the synthetic one on another data seed of the
+    same generator, the Fashion-MNIST one on another uniform subset of the same images;
+    and each is the `replicate` of the Table 2 column whose stated cell it repeats."""
+    paper = load_params(ROOT / "suites/paper/params.yaml")
+    cells = {(c.experiment, c.algorithm) for c in paper.cells}
+    replicates = sorted((e, a) for e, a in cells if e.startswith("p1_rep_"))
+    references = yaml.safe_load((ROOT / "src/clusterfl/papers/p1/references.yaml").read_text())
+    columns = {c["replicate"]: c for c in references["table2_protocol"]["columns"]
+               if "replicate" in c}
+    assert {e for e, _ in replicates} == set(columns) == {
+        "p1_rep_synthetic_mlr", "p1_rep_synthetic_dnn", "p1_rep_fmnist_dnn"}
+    for experiment, algorithm in replicates:
+        trial = "p1_" + experiment.removeprefix("p1_rep_")
+        assert columns[experiment]["stated"] == trial
+        assert algorithm in columns[experiment]["algorithms"] and (trial, algorithm) in cells
+        rep_x, trial_x = paper.experiment(experiment), paper.experiment(trial)
+        assert rep_x.schedule == trial_x.schedule and rep_x.model == trial_x.model
+        assert rep_x.model_options == trial_x.model_options
+        assert rep_x.algorithm_options == trial_x.algorithm_options
+        rep_p, trial_p = paper.partition(rep_x.partition), paper.partition(trial_x.partition)
+        assert rep_p | {"dataset": None} == trial_p | {"dataset": None}
+        (rep_source, rep_d), (trial_source, trial_d) = (paper.dataset(rep_p["dataset"]),
+                                                        paper.dataset(trial_p["dataset"]))
+        assert rep_source == trial_source
+        if rep_source == "clustered_synthetic":
+            assert rep_d | {"seed": None} == trial_d | {"seed": None}
+            assert rep_d["seed"] != trial_d.get("seed", 0)
+        else:  # another uniform subset: the trials read every image, the replicate fewer
+            assert rep_source == "fashion_mnist" and "subset" not in trial_d
+            assert rep_d["subset"] < 70000 and rep_d["seed"] not in paper.seeds
+
+
+def test_p1_mnist_replicate_is_the_stated_cells_on_seeds_no_trial_uses():
+    """MNIST has no second draw offline: its Table 2 columns are replicated by suite
+    `p1_table2_rep`, the paper suite's stated MNIST cells on seeds the trials never use."""
+    paper = load_params(ROOT / "suites/paper/params.yaml")
+    rep = load_params(ROOT / "suites/p1_table2_rep/params.yaml")
+    references = yaml.safe_load((ROOT / "src/clusterfl/papers/p1/references.yaml").read_text())
+    columns = [c for c in references["table2_protocol"]["columns"] if "replicate_suite" in c]
+    assert {c["replicate_suite"] for c in columns} == {rep.suite}
+    assert {(c["stated"], a) for c in columns for a in c["algorithms"]} == {
+        (c.experiment, c.algorithm) for c in rep.cells}
+    assert len(rep.seeds) == len(paper.seeds) and not set(rep.seeds) & set(paper.seeds)
+    for cell in rep.cells:
+        assert rep.experiment(cell.experiment) == paper.experiment(cell.experiment)
+        assert (cell.experiment, cell.algorithm) in {(c.experiment, c.algorithm)
+                                                     for c in paper.cells}

