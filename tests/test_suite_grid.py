@@ -129,6 +129,18 @@ def test_training_imports_only_the_paper_of_its_cell():
     assert out.strip() == "['clusterfl.papers.p1']"
 
 
+def replicate_datasets(paper, experiment: str, trial: str) -> tuple[tuple, tuple]:
+    """Assert that replicate `experiment` trains as `trial` does (schedule, model, algorithm
+    options) on a partition equal but for its dataset; return both datasets' (source,
+    options) for the caller's check of how the draw differs."""
+    rep_x, trial_x = paper.experiment(experiment), paper.experiment(trial)
+    assert rep_x.schedule == trial_x.schedule and rep_x.model == trial_x.model
+    assert rep_x.algorithm_options == trial_x.algorithm_options
+    rep_p, trial_p = paper.partition(rep_x.partition), paper.partition(trial_x.partition)
+    assert rep_p | {"dataset": None} == trial_p | {"dataset": None}
+    return paper.dataset(rep_p["dataset"]), paper.dataset(trial_p["dataset"])
+
+
 def test_p5_replicates_are_trial_cells_on_a_second_draw_of_the_same_generator():
     """`p5_rep_<name>` (the claims' `replicates` column) is `p5_<name>`'s cell with every
     setting the same but the dataset's seed: the same generator, sizes and split, a draw
@@ -142,13 +154,8 @@ def test_p5_replicates_are_trial_cells_on_a_second_draw_of_the_same_generator():
     for experiment, algorithm in replicates:
         trial = "p5_" + experiment.removeprefix("p5_rep_")
         assert (trial, algorithm) in cells
-        rep_x, trial_x = paper.experiment(experiment), paper.experiment(trial)
-        assert rep_x.schedule == trial_x.schedule and rep_x.model == trial_x.model
-        assert rep_x.algorithm_options == trial_x.algorithm_options
-        rep_p, trial_p = paper.partition(rep_x.partition), paper.partition(trial_x.partition)
-        assert rep_p | {"dataset": None} == trial_p | {"dataset": None}
-        (rep_source, rep_d), (trial_source, trial_d) = (paper.dataset(rep_p["dataset"]),
-                                                        paper.dataset(trial_p["dataset"]))
+        (rep_source, rep_d), (trial_source, trial_d) = replicate_datasets(
+            paper, experiment, trial)
         assert rep_source == trial_source == "fedc_nmf"
         assert rep_d | {"seed": None} == trial_d | {"seed": None}
         assert rep_d["seed"] != trial_d.get("seed", 0)
@@ -171,14 +178,10 @@ def test_p1_replicates_are_table2_cells_on_another_draw_of_their_data():
         trial = "p1_" + experiment.removeprefix("p1_rep_")
         assert columns[experiment]["stated"] == trial
         assert algorithm in columns[experiment]["algorithms"] and (trial, algorithm) in cells
-        rep_x, trial_x = paper.experiment(experiment), paper.experiment(trial)
-        assert rep_x.schedule == trial_x.schedule and rep_x.model == trial_x.model
-        assert rep_x.model_options == trial_x.model_options
-        assert rep_x.algorithm_options == trial_x.algorithm_options
-        rep_p, trial_p = paper.partition(rep_x.partition), paper.partition(trial_x.partition)
-        assert rep_p | {"dataset": None} == trial_p | {"dataset": None}
-        (rep_source, rep_d), (trial_source, trial_d) = (paper.dataset(rep_p["dataset"]),
-                                                        paper.dataset(trial_p["dataset"]))
+        assert paper.experiment(experiment).model_options == paper.experiment(
+            trial).model_options
+        (rep_source, rep_d), (trial_source, trial_d) = replicate_datasets(
+            paper, experiment, trial)
         assert rep_source == trial_source
         if rep_source == "clustered_synthetic":
             assert rep_d | {"seed": None} == trial_d | {"seed": None}
