@@ -206,3 +206,21 @@ def test_p1_mnist_replicate_is_the_stated_cells_on_seeds_no_trial_uses():
         assert rep.experiment(cell.experiment) == paper.experiment(cell.experiment)
         assert (cell.experiment, cell.algorithm) in {(c.experiment, c.algorithm)
                                                      for c in paper.cells}
+
+
+def test_p5_mnist_replicate_is_paper_seeds10s_mnist_cells_on_seeds_no_trial_uses():
+    """The 5k MNIST subset has no second draw offline: suite `p5_mnist_rep` (references.yaml
+    `replicate_suite`) runs paper_seeds10's cells of those sets, unchanged, on as many seeds
+    that no trial uses."""
+    ten = load_params(ROOT / "suites/paper_seeds10/params.yaml")
+    references = yaml.safe_load((ROOT / "src/clusterfl/papers/p5/references.yaml").read_text())
+    spec = references["replicate_suite"]
+    rep = load_params(ROOT / f"suites/{spec['suite']}/params.yaml")
+    assert {c.name for c in rep.cells} == {c.name for c in ten.cells
+                                           if c.experiment in spec["experiments"]}
+    assert {c.experiment for c in rep.cells} == set(spec["experiments"])
+    assert len(rep.seeds) == len(ten.seeds) and not set(rep.seeds) & set(ten.seeds)
+    for cell in rep.cells:
+        assert rep.experiment(cell.experiment) == ten.experiment(cell.experiment)
+        assert (rep.algorithm(cell.algorithm, paper=cell.paper)
+                == ten.algorithm(cell.algorithm, paper=cell.paper))

@@ -75,7 +75,7 @@ def test_replicates_column_names_the_second_draws_verdict_and_a_flip():
 
 
 def test_a_tau_off_its_tuned_pick_withholds_every_verdict():
-    from clusterfl.papers.p4.report import tau_refusal
+    from clusterfl.papers.p4.report.tuning import tau_refusal
 
     tune = {0.1: [("t010", "pfl_tc")], 0.3: [("t030", "pfl_tc")], 0.5: [("t050", "pfl_tc")]}
     errors = {("t010", "pfl_tc"): {"error": [5.0, 5.0]}, ("t030", "pfl_tc"): {"error": [3.0, 3.0]},
@@ -104,7 +104,13 @@ def test_a_tau_off_its_tuned_pick_withholds_every_verdict():
 
 
 def test_tau_pick_is_the_largest_of_the_lowest_and_named_against_params():
-    from clusterfl.papers.p4.report import best_tau, tuning_line
+    from clusterfl.papers.p4.report.tuning import (
+        NEURAL,
+        Tuning,
+        best_tau,
+        neural_sweep,
+        tuning_line,
+    )
 
     sweep = {0.1: [("t010", "pfl_tc")], 0.3: [("t030", "pfl_tc")], 0.5: [("t050", "pfl_tc")]}
     final = {("t010", "pfl_tc"): {"error": [2.0, 4.0]}, ("t030", "pfl_tc"): {"error": [3.0, 3.0]},
@@ -114,3 +120,14 @@ def test_tau_pick_is_the_largest_of_the_lowest_and_named_against_params():
         hyper=SimpleNamespace(tau_scale=0.5)))
     assert tuning_line(sweep, final, params).endswith(
         "pfl_tc 0.3, params 0.5 (differs: re-tune).")
+    # accuracy: the highest mean is the pick (0.5 here), of equal ones again the largest
+    accs = {("t010", "pfl_tc"): {"acc": [70.0, 72.0]}, ("t030", "pfl_tc"): {"acc": [71.0, 71.0]},
+            ("t050", "pfl_tc"): {"acc": [75.0, 75.0]}}
+    assert best_tau(sweep, accs, "pfl_tc", NEURAL) == 0.5
+    assert best_tau(sweep, accs | {("t050", "pfl_tc"): {"acc": [60.0]}}, "pfl_tc", NEURAL) == 0.3
+    # the same numbers where lower is better: 0.1 and 0.3 tie at 71, the larger is the pick
+    assert best_tau(sweep, accs, "pfl_tc", Tuning("", "acc", higher=False)) == 0.3
+    assert best_tau(sweep, accs, "pfl_tc") is None  # no final error recorded
+    assert neural_sweep([("p4_rot_tune_tau_080", "a"), ("p4_fmnist_rot", "a"),
+                         ("p4_tune_tau_080", "a"), ("p4_rot_tune_tau_150", "b")]) == {
+        0.8: [("p4_rot_tune_tau_080", "a")], 1.5: [("p4_rot_tune_tau_150", "b")]}

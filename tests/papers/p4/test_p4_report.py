@@ -76,14 +76,15 @@ def test_build_writes_tables_claims_and_figures(tmp_path: Path) -> None:
     assert out.metrics["p4/p4_fig1/ifca_grad/final_error"] == 11.0
 
 
-def write_real(results: Path, alg: str, accs: list[float], aris: list[list[float]] | None):
+def write_real(results: Path, alg: str, accs: list[float], aris: list[list[float]] | None,
+               exp: str = "p4_fmnist_rot"):
     """Seeds of a real-data cell: 3 rounds, test accuracy rising to `accs[seed]`, ARI per round
     (None: an algorithm without clusters)."""
     for seed, acc in enumerate(accs):
         records = [{"round": r, "test_acc": acc - 0.1 * (3 - r)} for r in (1, 2, 3)]
         if aris is not None:
             records = [rec | {"ari": a} for rec, a in zip(records, aris[seed], strict=True)]
-        out = results / "p4_fmnist_rot" / alg / f"seed{seed}"
+        out = results / exp / alg / f"seed{seed}"
         out.mkdir(parents=True)
         (out / "history.json").write_text(json.dumps(
             {"primary": "test_acc", "records": records, "arrays": {}}))
@@ -184,3 +185,50 @@ def test_a_sweep_without_results_draws_no_legend_and_warns_nothing(tmp_path, mon
         sweep_figure("n", sweep, {("e1", "pfl_tc"): {"error": [1.0, 2.0]},
                                   ("e2", "pfl_tc"): {"error": [0.5]}}, tmp_path / "full.png")
         assert len(legends) == 1
+
+
+def test_the_neural_tau_is_picked_on_validation_and_withholds_the_real_verdicts_when_off(
+        tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    # validation accuracy per scale: pfl_tc_nn peaks at 0.5, pdl_tc_nn at the edge 0.8
+    for exp, pfl, pdl in (("p4_rot_tune_tau_030", 0.60, 0.60), ("p4_rot_tune_tau_050", 0.70, 0.65),
+                          ("p4_rot_tune_tau_080", 0.65, 0.66)):
+        write_real(results, "pfl_tc_nn", [pfl, pfl + 0.02], None, exp)
+        write_real(results, "pdl_tc_nn", [pdl, pdl], None, exp)
+    write_real(results, "pfl_tc_nn", [0.70, 0.72], None)
+    write_real(results, "oracle_fedavg", [0.80, 0.82], None)  # 10 points above, each seed
+    tune = [(f"p4_rot_tune_tau_0{v}", a) for v in (30, 50, 80) for a in ("pfl_tc_nn", "pdl_tc_nn")]
+    cells = [*tune, ("p4_fmnist_rot", "pfl_tc_nn"), ("p4_fmnist_rot", "oracle_fedavg")]
+
+    def run(taus: dict[str, float]) -> tuple[str, dict]:
+        params = SimpleNamespace(
+            experiment=lambda e: SimpleNamespace(title=f"title {e}"),
+            algorithm=lambda a, paper: SimpleNamespace(hyper=SimpleNamespace(tau_scale=taus[a])))
+        out = build(ReportInput(params=params, paper=PAPER, cells=cells, results=results,
+                                partitions=tmp_path, references={}, tables=tmp_path / "t",
+                                figures=tmp_path / "f"))
+        return out.markdown, out.metrics
+
+    md, metrics = run({"pfl_tc_nn": 0.5, "pdl_tc_nn": 0.8})
+    assert "| 0.5 | 65.00 ± 0.00 | 71.00 ± 1.00 |" in md  # columns pdl_tc_nn, pfl_tc_nn
+    assert ("Chosen on a validation split (20 % of each client's training data in the place of "
+            "its test split; no test number read): pdl_tc_nn 0.8 (a grid edge), params 0.8; "
+            "pfl_tc_nn 0.5, params 0.5.") in md
+    assert md.count("**NO VERDICT: pdl_tc_nn's tau scale 0.8 sits at the tuning grid's edge "
+                    "[0.3, 0.8].**") == 1
+    assert ("| not decided: pdl_tc_nn's tau scale 0.8 sits at the tuning grid's edge [0.3, 0.8] "
+            "(the rule would say: below by 10.0 points) |") in md
+    # the tuning cells are validation numbers: never in the trials' table, verdicts or metrics
+    assert "| p4_rot_tune_tau" not in md
+    assert "| p4_fmnist_rot | pfl_tc_nn | 71.00 ± 1.00 |" in md
+    assert set(metrics) == {"p4/p4_fmnist_rot/pfl_tc_nn/final_acc",
+                            "p4/p4_fmnist_rot/oracle_fedavg/final_acc"}
+    assert (tmp_path / "f/p4_rot_tune_tau.png").exists()
+    md, _ = run({"pfl_tc_nn": 0.5, "pdl_tc_nn": 0.5})
+    assert "pdl_tc_nn's tau scale 0.5 is not its tuned best 0.8" in md
+    # both at interior picks: decided
+    for exp in ("p4_rot_tune_tau_080",):
+        write_real(results, "pdl_tc_nn", [0.6, 0.6], None, exp.replace("080", "100"))
+    cells += [("p4_rot_tune_tau_100", "pdl_tc_nn")]
+    md, _ = run({"pfl_tc_nn": 0.5, "pdl_tc_nn": 0.8})
+    assert "NO VERDICT" not in md and "| below by 10.0 points |" in md

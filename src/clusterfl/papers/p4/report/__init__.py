@@ -5,8 +5,9 @@ the initial-scale and threshold-scale sweeps, and the paper's three Sec. 4 claim
 our numbers and a verdict (`claims`). The paper prints no numbers (references.yaml holds the
 claims' text only).
 
-The tuning sweep (`p4_tune_tau_*`) names each algorithm's best scale; where params use
-another one, or one at the grid's edge, every claim verdict is withheld (`tau_refusal`).
+The tuning sweeps (`tuning`: `p4_tune_tau_*` on tuning draws, `p4_rot_tune_tau_*` on the
+real data's validation split) name each algorithm's pick; where params use another scale, or
+one at the grid's edge, every verdict that scale decides is withheld (`tau_refusal`).
 Experiments `p4_rep_<name>` are `p4_<name>` on a second data draw: they get no figure and
 decide each claim again for its `replicates` column.
 
@@ -16,8 +17,6 @@ Experiments are grouped by name (`groups`): `p4_fig2{,sgd,b1,b5}_m<N/K>`, `p4_in
 whose runs record test accuracy instead (the real-data extension, `real`) get their own
 table (accuracy, ARI), figure (accuracy and ARI per round) and verdicts.
 """
-
-from typing import Any
 
 import numpy as np
 
@@ -30,6 +29,12 @@ from clusterfl.papers.p4.report.claims import (
 from clusterfl.papers.p4.report.groups import RATE_SWEEPS, finals, sweep_values
 from clusterfl.papers.p4.report.plots import fig1_figure, fig2_figure, sweep_figure
 from clusterfl.papers.p4.report.real import is_real, real_figure, real_finals, real_table
+from clusterfl.papers.p4.report.tuning import (
+    NEURAL,
+    neural_sweep,
+    tau_refusal,
+    tuning_line,
+)
 from clusterfl.reports.runs import by_experiment
 from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.tables import markdown_table, mean_std
@@ -78,75 +83,53 @@ def build(report: ReportInput) -> ReportOutput:
     parts += ["", *claims_section(final, sweep_values(grouped), report.references, again,
                                   sweep_values(by_experiment(list(again))), refusal)]
     if real:
-        parts += ["", "Beyond the paper: real clustered data. Final test accuracy of each "
-                  "client's model on its own test split (sample-weighted, %), final ARI and "
-                  "ARI averaged over rounds against the true clusters, mean ± std over seeds; "
-                  "– where an algorithm forms no clusters.", "", *real_table(real), "",
-                  *real_claims_section(real)]
-        for exp, algs in by_experiment(list(real)).items():
-            path = report.figures / f"p4_real_{exp}.png"
-            real_figure(report.results, exp, algs, report.params.experiment(exp).title, path)
-            figures.append(path)
+        parts += real_section(report, real, figures)
     metrics = {f"p4/{e}/{a}/final_error": float(np.mean(f["error"]))
                for (e, a), f in final.items() if f["error"]}
-    metrics |= {f"p4/{e}/{a}/final_acc": float(np.mean(f["acc"])) for (e, a), f in real.items()}
+    metrics |= {f"p4/{e}/{a}/final_acc": float(np.mean(f["acc"])) for (e, a), f in real.items()
+                if not neural_sweep([(e, a)])}  # a tuning cell's accuracy is validation's
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)
 
 
-def best_tau(sweep: dict[float, list[tuple[str, str]]], final: dict, algorithm: str
-             ) -> float | None:
-    """The scale with the lowest mean final error on the tuning draws; of equal ones (a
-    plateau), the largest."""
-    means = {v: float(np.mean(final[(e, a)]["error"])) for v, cells in sweep.items()
-             for e, a in cells if a == algorithm and final[(e, a)]["error"]}
-    if not means:
-        return None
-    low = min(means.values())
-    return max(v for v, m in means.items() if m <= low * (1 + 1e-9))
-
-
-def _used_tau(params: Any, algorithm: str) -> float | None:
-    tau = getattr(params.algorithm(algorithm, paper="p4").hyper, "tau_scale", None)
-    return None if tau is None else float(tau)
-
-
-def tau_refusal(sweep: dict[float, list[tuple[str, str]]], final: dict, params: Any
-                ) -> str | None:
-    """Why the claims cannot be decided, or None: an algorithm of the tuning sweep whose
-    params scale differs from its best on the tuning draws, or sits at the grid's edge (the
-    grid must bracket the pick: widen it and run again)."""
-    edges = (min(sweep), max(sweep))
-    why = []
-    for alg in sorted({a for cells in sweep.values() for _, a in cells}):
-        best, used = best_tau(sweep, final, alg), _used_tau(params, alg)
-        if best is None:
-            continue
-        if used != best:
-            why.append(f"{alg}'s tau scale {used} is not its tuned best {best:g}")
-        elif used in edges:
-            why.append(f"{alg}'s tau scale {used:g} sits at the tuning grid's edge "
-                       f"[{edges[0]:g}, {edges[1]:g}]")
-    return "; ".join(why) or None
-
-
-def tuning_line(sweep: dict[float, list[tuple[str, str]]], final: dict, params: Any) -> str:
-    """Each algorithm's best scale on the tuning draws beside the one its params use."""
-    picks = []
-    for alg in sorted({a for cells in sweep.values() for _, a in cells}):
-        best = best_tau(sweep, final, alg)
-        used = _used_tau(params, alg)
-        edge = " (a grid edge)" if best in (min(sweep), max(sweep)) else ""
-        picks.append(f"{alg} {best:g}{edge}, params {used}"
-                     + ("" if used == best else " (differs: re-tune)"))
-    return ("Chosen on the tuning draws (data seeds 1000-1004, disjoint from the trials): "
-            + "; ".join(picks) + ".")
+def real_section(report: ReportInput, real: dict, figures: list) -> list[str]:
+    """The real-data part: the neural τ tuning on its validation split (`tuning`), then the
+    trials' table, verdicts (withheld where τ is off its pick) and figures."""
+    sweep = neural_sweep(real)
+    tuned = {e for cells in sweep.values() for e, _ in cells}
+    trials = {cell: f for cell, f in real.items() if cell[0] not in tuned}
+    parts: list[str] = []
+    refusal = None
+    if sweep:
+        algs = sorted({a for cells in sweep.values() for _, a in cells})
+        parts += ["", "Neural τ scale, chosen before the trials are scored: final accuracy "
+                  "on the validation split (%), mean ± std over seeds:", "",
+                  *markdown_table(["tau scale", *algs], [
+                      [f"{v:g}", *[_cell(real, exp_of(points, a), a, "acc", 2) for a in algs]]
+                      for v, points in sorted(sweep.items())]),
+                  "", tuning_line(sweep, real, report.params, NEURAL)]
+        refusal = tau_refusal(sweep, real, report.params, NEURAL)
+        path = report.figures / "p4_rot_tune_tau.png"
+        sweep_figure("neural tau scale (validation split)", sweep, real, path, key="acc",
+                     ylabel="final validation accuracy (%)")
+        figures.append(path)
+    if trials:
+        parts += ["", "Beyond the paper: real clustered data. Final test accuracy of each "
+                  "client's model on its own test split (sample-weighted, %), final ARI and "
+                  "ARI averaged over rounds against the true clusters, mean ± std over seeds; "
+                  "– where an algorithm forms no clusters.", "", *real_table(trials), "",
+                  *real_claims_section(trials, refusal)]
+        for exp, algs in by_experiment(list(trials)).items():
+            path = report.figures / f"p4_real_{exp}.png"
+            real_figure(report.results, exp, algs, report.params.experiment(exp).title, path)
+            figures.append(path)
+    return parts
 
 
 def exp_of(points: list[tuple[str, str]], algorithm: str) -> str | None:
     return next((e for e, a in points if a == algorithm), None)
 
 
-def _cell(final: dict, exp: str | None, alg: str) -> str:
-    if exp is None or not final[(exp, alg)]["error"]:
+def _cell(final: dict, exp: str | None, alg: str, key: str = "error", digits: int = 3) -> str:
+    if exp is None or not final[(exp, alg)].get(key):
         return "–"
-    return mean_std(final[(exp, alg)]["error"], 3)
+    return mean_std(final[(exp, alg)][key], digits)

