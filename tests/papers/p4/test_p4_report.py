@@ -227,8 +227,7 @@ def test_the_neural_tau_is_picked_on_validation_and_withholds_the_real_verdicts_
     md, _ = run({"pfl_tc_nn": 0.5, "pdl_tc_nn": 0.5})
     assert "pdl_tc_nn's tau scale 0.5 is not its tuned best 0.8" in md
     # both at interior picks: decided
-    for exp in ("p4_rot_tune_tau_080",):
-        write_real(results, "pdl_tc_nn", [0.6, 0.6], None, exp.replace("080", "100"))
+    write_real(results, "pdl_tc_nn", [0.6, 0.6], None, "p4_rot_tune_tau_100")
     cells += [("p4_rot_tune_tau_100", "pdl_tc_nn")]
     md, _ = run({"pfl_tc_nn": 0.5, "pdl_tc_nn": 0.8})
     assert "NO VERDICT" not in md and "| below by 10.0 points |" in md
