@@ -49,7 +49,7 @@ def test_list_algorithms_names_every_paper_and_the_benchmark_with_their_suites(r
         assert rows[("benchmark", method)][-1] == "benchmark, benchmark_large"
     assert rows[("p1", "fedavg")][-1] == "default, p1_synthetic, paper, paper_online"
     assert rows[("p5", "fedcgds")][-1] == (
-        "default, p5_mnist_rep, p5_reduced, paper, paper_online, paper_seeds10")
+        "default, p5_fmnist_rep, p5_mnist_rep, p5_reduced, paper, paper_online, paper_seeds10")
     assert rows[("p1", "cfl")][-1] == ""  # defined, trained by no suite
     assert {paper for paper, _ in rows} == {"p1", "p2", "p3", "p4", "p5", "benchmark"}
     # a suite that only adds cells to the benchmark trains its own algorithm alone

@@ -208,19 +208,47 @@ def test_p1_mnist_replicate_is_the_stated_cells_on_seeds_no_trial_uses():
                                                      for c in paper.cells}
 
 
+def _p5_replicate(suite: str) -> dict:
+    references = yaml.safe_load((ROOT / "src/clusterfl/papers/p5/references.yaml").read_text())
+    return next(s for s in references["replicate_suites"] if s["suite"] == suite)
+
+
+def _same_settings(rep, trials) -> None:
+    for cell in rep.cells:
+        assert rep.experiment(cell.experiment) == trials.experiment(cell.experiment)
+        assert (rep.algorithm(cell.algorithm, paper=cell.paper)
+                == trials.algorithm(cell.algorithm, paper=cell.paper))
+
+
 def test_p5_mnist_replicate_is_paper_seeds10s_mnist_cells_on_seeds_no_trial_uses():
     """The 5k MNIST subset has no second draw offline: suite `p5_mnist_rep` (references.yaml
-    `replicate_suite`) runs paper_seeds10's cells of those sets, unchanged, on as many seeds
+    `replicate_suites`) runs paper_seeds10's cells of those sets, unchanged, on as many seeds
     that no trial uses."""
     ten = load_params(ROOT / "suites/paper_seeds10/params.yaml")
-    references = yaml.safe_load((ROOT / "src/clusterfl/papers/p5/references.yaml").read_text())
-    spec = references["replicate_suite"]
+    spec = _p5_replicate("p5_mnist_rep")
     rep = load_params(ROOT / f"suites/{spec['suite']}/params.yaml")
     assert {c.name for c in rep.cells} == {c.name for c in ten.cells
                                            if c.experiment in spec["experiments"]}
     assert {c.experiment for c in rep.cells} == set(spec["experiments"])
     assert len(rep.seeds) == len(ten.seeds) and not set(rep.seeds) & set(ten.seeds)
-    for cell in rep.cells:
-        assert rep.experiment(cell.experiment) == ten.experiment(cell.experiment)
-        assert (rep.algorithm(cell.algorithm, paper=cell.paper)
-                == ten.algorithm(cell.algorithm, paper=cell.paper))
+    _same_settings(rep, ten)
+
+
+def test_p5_fmnist_replicate_runs_every_method_the_claims_compare_on_seeds_no_trial_uses():
+    """Suite `p5_fmnist_rep` runs the paper suite's Fashion-MNIST cells, unchanged, of every
+    method a claim compares on those sets (so each such claim is decided again there), on
+    seeds that no trial of any suite uses: other image draws, deals and initial points."""
+    paper = load_params(ROOT / "suites/paper/params.yaml")
+    ten = load_params(ROOT / "suites/paper_seeds10/params.yaml")
+    spec = _p5_replicate("p5_fmnist_rep")
+    rep = load_params(ROOT / f"suites/{spec['suite']}/params.yaml")
+    claims = yaml.safe_load((ROOT / "src/clusterfl/papers/p5/references.yaml").read_text())[
+        "claims"]
+    compared = {(e, c[side]) for c in claims for e in c.get("experiments", [])
+                if e in spec["experiments"] for side in ("a", "b")}
+    assert {e for e, _ in compared} == set(spec["experiments"])
+    assert {(c.experiment, c.algorithm) for c in rep.cells} == compared
+    assert compared <= {(c.experiment, c.algorithm) for c in paper.cells}
+    assert not set(rep.seeds) & (set(paper.seeds) | set(ten.seeds))
+    assert len(rep.seeds) >= len(paper.seeds)
+    _same_settings(rep, paper)

