@@ -24,12 +24,17 @@ FINAL = {
 }
 
 
-def write(results: Path, exp: str, alg: str, finals: list[tuple[float, float]]) -> None:
+def write(results: Path, exp: str, alg: str, finals: list[tuple[float, float]],
+          after: float | None = None) -> None:
+    """Each seed's history: round 1 at 0.25, round 2 at its `finals` entry and, with
+    `after`, a round 3 at that entry + `after`."""
     for seed, (acc, gyro) in enumerate(finals):
+        shown = [(0.25, 0.25), (acc, gyro)] + ([] if after is None else
+                                               [(acc + after, gyro + after)])
         records = [{"round": r, "test_acc": (a + g) / 2, "test_loss": 1.0 - (a + g) / 2,
                     "test_acc_accelerometer": a, "test_loss_accelerometer": 1.0 - a,
                     "test_acc_gyroscope": g, "test_loss_gyroscope": 1.0 - g}
-                   for r, (a, g) in enumerate([(0.25, 0.25), (acc, gyro)], start=1)]
+                   for r, (a, g) in enumerate(shown, start=1)]
         arrays = {"selected_lr": [[0.01, 0.001, 0.01], [0.0001, 0.01, 0.01]]}
         out = results / exp / alg / f"seed{seed}"
         out.mkdir(parents=True)

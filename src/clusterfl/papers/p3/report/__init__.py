@@ -5,7 +5,9 @@ stand-in). Then per experiment: every method's final test loss and accuracy per 
 paper's numbers for that loss beside where it has them), Figs. 2-5's shapes, the
 distribution of the selected rates, and the four Sec. 3.2 claims with our numbers
 (`claims`), each decided again on the experiment's replicate (`p3_rep_<name>`, another deal
-of the data to the clients) where the suite ran it. Runs are read from history.json
+of the data to the clients) where the suite ran it. Where an experiment has a validation
+experiment (references.yaml `rate_selection`), every cell with a twin there is scored at the
+round picked on validation (`rounds`), its replicate too. Runs are read from history.json
 (`test_acc_<modality>` etc., written by the `p3_modalities` evaluator; `selected_lr` arrays by
 the algorithms)."""
 
@@ -24,6 +26,13 @@ from clusterfl.papers.p3.report.claims import (
     replicate_of,
 )
 from clusterfl.papers.p3.report.plots import bars_figure, curves_figure, rates_figure
+from clusterfl.papers.p3.report.rounds import (
+    ScoredRound,
+    edge_cells,
+    finals_at,
+    rounds_table,
+    scored_rounds,
+)
 from clusterfl.papers.p3.report.selection import Selection, Variant, select, selection_table
 from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of, table1
 from clusterfl.reports.runs import by_experiment, read_cell
@@ -108,10 +117,11 @@ def paper_rows(refs: Mapping[str, Any], group: Mapping[str, str]
     return rows, str(ref["source"])
 
 
-def rate_selection(report: ReportInput, exp: str, read: Mapping[str, Any]
-                   ) -> tuple[Selection | None, list[str]]:
+def rate_selection(report: ReportInput, exp: str, read: Mapping[str, Any],
+                   rounds: Mapping[str, ScoredRound]) -> tuple[Selection | None, list[str]]:
     """`exp`'s rates chosen on its validation experiment (references.yaml `rate_selection`,
-    `selection.py`) and the Markdown that shows them; (None, []) where it names none."""
+    `selection.py`) at the `rounds` picked there, and the Markdown that shows both; (None,
+    []) where it names none."""
     spec = (report.references.get("rate_selection") or {}).get(exp)
     if not spec:
         return None, []
@@ -125,7 +135,21 @@ def rate_selection(report: ReportInput, exp: str, read: Mapping[str, Any]
     variants = {cell: Variant(tuple(h.rates), int(h.temp_steps), float(h.holdout_fraction))
                 for cell, h in hypers.items()}
     selection = select(validation, read[validation][3], spec["families"], grids, variants)
-    return selection, [*selection_table(selection), ""]
+    return selection, [*rounds_table(validation, rounds), "", *selection_table(selection), ""]
+
+
+def picked_rounds(references: Mapping[str, Any], curves: Mapping[str, Any]
+                  ) -> dict[str, dict[str, ScoredRound]]:
+    """experiment -> its cells' rounds picked on validation (`rounds.py`), for every
+    experiment references.yaml `rate_selection` gives a validation experiment that ran: the
+    experiment, its validation experiment and its replicate alike."""
+    out: dict[str, dict[str, ScoredRound]] = {}
+    for exp, spec in (references.get("rate_selection") or {}).items():
+        validation = str(spec["validation"])
+        if validation in curves:
+            picked = scored_rounds(curves[validation])
+            out |= {e: picked for e in (exp, validation, replicate_of(exp))}
+    return out
 
 
 def build(report: ReportInput) -> ReportOutput:
@@ -133,12 +157,11 @@ def build(report: ReportInput) -> ReportOutput:
     figures: list[Path] = []
     metrics: dict[str, Any] = {}
     refs = report.references.get("table1") or {}
-    read = {}
-    for exp, algs in by_experiment(report.cells).items():
-        curves, selected, modalities = read_experiment(report.results, exp, algs)
-        if curves:
-            finals = {a: {k: v[:, -1].tolist() for k, v in c.items()} for a, c in curves.items()}
-            read[exp] = (curves, selected, modalities, finals)
+    raw = {exp: read_experiment(report.results, exp, algs)
+           for exp, algs in by_experiment(report.cells).items()}
+    rounds = picked_rounds(report.references, {e: r[0] for e, r in raw.items() if r[0]})
+    read = {exp: (curves, selected, modalities, finals_at(curves, rounds.get(exp, {})))
+            for exp, (curves, selected, modalities) in raw.items() if curves}
     validations = {str(spec["validation"]) for spec in
                    (report.references.get("rate_selection") or {}).values()}
     # a replicate is read only through its trials experiment's claims and table
@@ -163,8 +186,9 @@ def build(report: ReportInput) -> ReportOutput:
     for exp, (curves, selected, modalities, finals) in read.items():
         experiment = report.params.experiment(exp)
         if exp in validations:  # scored on validation data: no claims, no figures
-            parts += [f"### {experiment.title}", "", "Final round, validation split, mean ± "
-                      "std over seeds (what the rates below are chosen on):", "",
+            parts += [f"### {experiment.title}", "", "Validation split, each cell at its "
+                      "round picked here, mean ± std over seeds (what the rates below are "
+                      "chosen on):", "",
                       *experiment_table(finals, modalities, {}), ""]
             continue
         loss = loss_of(experiment)
@@ -172,19 +196,22 @@ def build(report: ReportInput) -> ReportOutput:
         paper, source = paper_rows(refs, group)
         kind = (f"the paper's data; paper numbers from {source} ({LOSS_TITLES[loss]})"
                 if source else "a stand-in dataset: no paper numbers beside it")
-        parts += [f"### {experiment.title}", "", f"Final round, {LOSS_TITLES[loss]} loss, "
+        scored = "Round picked on validation" if exp in rounds else "Final round"
+        parts += [f"### {experiment.title}", "", f"{scored}, {LOSS_TITLES[loss]} loss, "
                   f"mean ± std over seeds ({kind}):", "",
                   *experiment_table(finals, modalities,
                                     {k: v[loss] for k, v in paper.items() if loss in v}), ""]
         figures += draw_figures(curves, finals, selected, modalities, experiment.title,
                                 report.figures, exp)
-        selection, shown = rate_selection(report, exp, read)
+        selection, shown = rate_selection(report, exp, read, rounds.get(exp, {}))
         again = replicates.get(replicate_of(exp))
         parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
-                                               selection, again), ""]
+                                               selection, again,
+                                               edge_cells(rounds.get(exp, {}))), ""]
         if again:
-            parts += [f"The replicate `{replicate_of(exp)}`: final round, mean ± std over "
-                      "seeds:", "", *experiment_table(again.finals, again.modalities, {}), ""]
+            parts += [f"The replicate `{replicate_of(exp)}`: {scored.lower()}, mean ± std "
+                      "over seeds:", "", *experiment_table(again.finals, again.modalities, {}),
+                      ""]
         metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
                     for a, f in finals.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)

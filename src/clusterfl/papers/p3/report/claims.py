@@ -1,10 +1,11 @@
 """P3 Sec. 3.2's four claims (references.yaml `claims`), each checked with our numbers.
 
-Everything compares the final round's test accuracy (per modality where the claim is per
-modality), seed by seed, by the shared rule (`clusterfl.reports.verdicts`): each comparison
-is "wins on k of n seeds, mean paired difference (points) with its 95 % interval"; a claim
-holds when every comparison's interval lies above 0, does not hold when one lies below,
-within noise otherwise.
+Everything compares the scored round's test accuracy (the last, or the round picked on
+validation, `rounds.py`; per modality where the claim is per modality), seed by seed, by
+the shared rule (`clusterfl.reports.verdicts`): each comparison is "wins on k of n seeds,
+mean paired difference (points) with its 95 % interval"; a claim holds when every
+comparison's interval lies above 0, does not hold when one lies below, within noise
+otherwise.
 
 With a `Selection` (rates chosen on a validation experiment, `selection.py`), the first row
 of each claim compares every method at its picked rate and mmFL with the grid that brackets
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from clusterfl.papers.p3.report.rounds import refuse_at_edge
 from clusterfl.papers.p3.report.selection import Selection, rate_of
 from clusterfl.reports.verdicts import (
     NOT_RUN,
@@ -194,32 +196,40 @@ def checked(finals: Finals, modalities: list[str], selection: Selection | None =
 
 
 def replicated_rows(finals: Finals, modalities: list[str], selection: Selection | None,
-                    replicate: Replicate | None) -> list[ClaimRow]:
+                    replicate: Replicate | None, edges: set[str] | None = None
+                    ) -> list[ClaimRow]:
     """`check`'s rows, each with its `replicates` cell: the same row (same key) decided on
-    the replicate experiment's finals and modalities, where it ran."""
+    the replicate experiment's finals and modalities, where it ran; a row comparing a cell
+    of `edges` (scored at a round picked at the last run, `rounds.py`) not decided."""
     rows = checked(finals, modalities, selection)
-    if replicate is None:
-        return [row for _, row in rows]
-    again = checked(replicate.finals, replicate.modalities, selection)
-    return with_replicates(rows, again, fewest_seeds(replicate.finals.values(), "test_acc"))
+    if replicate is not None:
+        again = checked(replicate.finals, replicate.modalities, selection)
+        seeds = fewest_seeds(replicate.finals.values(), "test_acc")
+        rows = list(zip([key for key, _ in rows], with_replicates(rows, again, seeds),
+                        strict=True))
+    return [row for _, row in refuse_at_edge(rows, edges or set())]
 
 
 def claims_section(finals: Finals, modalities: list[str], references: Mapping[str, Any],
                    experiment: str, selection: Selection | None = None,
-                   replicate: Replicate | None = None) -> list[str]:
+                   replicate: Replicate | None = None, edges: set[str] | None = None
+                   ) -> list[str]:
     """The claims table of one experiment; each row's numbers led by the experiment's
     reading where references.yaml `experiment_readings` gives one (its clients, its test
     set), so that a row says which reading it decides. `replicate`: the finals and
-    modalities of `replicate_of(experiment)`, which decide each row again."""
+    modalities of `replicate_of(experiment)`, which decide each row again; `edges`: the
+    cells whose round picked on validation is the last run (their rows not decided)."""
     reading = (references.get("experiment_readings") or {}).get(experiment)
     rows = [replace(row, ours=f"{' '.join(str(reading).split())}: {row.ours}") if reading
-            else row for row in replicated_rows(finals, modalities, selection, replicate)]
+            else row for row in replicated_rows(finals, modalities, selection, replicate,
+                                                edges)]
     if not rows:
         return [f"No claim of Sec. 3.2 has all its methods among `{experiment}`'s cells."]
     again = (f"the same rule on `{replicate_of(experiment)}`, "
              f"{' '.join(str(references.get('replicate_draw', 'another deal')).split())}"
              if replicate else "not run: the suite has no `" + replicate_of(experiment) + "`")
-    return [f"The paper's claims (Sec. 3.2) against `{experiment}` (final test accuracy %, "
-            "mean ± std over seeds; each comparison seed by seed: wins on k of n seeds, mean "
-            f"paired difference in points with its 95 % interval; replicates: {again}):", "",
+    return [f"The paper's claims (Sec. 3.2) against `{experiment}` (test accuracy % at the "
+            "scored round, mean ± std over seeds; each comparison seed by seed: wins on k of n "
+            "seeds, mean paired difference in points with its 95 % interval; replicates: "
+            f"{again}):", "",
             *claims_table(rows, references.get("claims") or {})]

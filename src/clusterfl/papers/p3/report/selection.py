@@ -6,7 +6,8 @@ The paper gives mmFL's candidate rates and no rate for the methods without selec
 validation view of the data: `datasets.watch_val`) and the families whose rate is open: a
 family `f` is the cells `f_lr<rate>` (`mmfl` -> `mmfl_lr0_3`, ...). On the validation
 experiment:
-- each family's rate is the one whose cell has the highest mean final accuracy over seeds;
+- each family's rate is the one whose cell has the highest mean accuracy over seeds at its
+  scored round (the round picked on validation, `rounds.py`; "final" below means that round);
   a pick at the lowest or highest rate run is flagged as a grid edge (the grid did not
   bracket the best rate, so the pick is not a choice);
 - mmFL's candidate grid is the one, of the mmFL cells named in `grids`, that holds the fixed
@@ -187,10 +188,10 @@ def select(validation: str, finals: Finals, families: Sequence[str],
 
 
 def selection_table(selection: Selection) -> list[str]:
-    """Markdown: each family's mean final validation accuracy per rate, and its pick."""
+    """Markdown: each family's mean validation accuracy per rate, and its pick."""
     rates = sorted({r for p in selection.picks.values() for r in p.scores})
-    lines = [f"Rates chosen on `{selection.validation}` (mean final validation accuracy %, "
-             "over seeds; the pick in bold):", "",
+    lines = [f"Rates chosen on `{selection.validation}` (mean validation accuracy % at each "
+             "cell's round picked there, over seeds; the pick in bold):", "",
              "| family | " + " | ".join(f"{r:g}" for r in rates) + " | pick |",
              "|---|" + "---|" * (len(rates) + 1)]
     for family, pick in selection.picks.items():
@@ -210,9 +211,9 @@ def settings_table(selection: Selection) -> list[str]:
     if pick is None:
         return []
     lines = ["", f"mmFL's T_temp and |d| chosen on `{selection.validation}` for "
-             f"`{selection.grid}` (mean final validation accuracy %, over seeds; the pick in "
-             "bold):", "", "| cell | T_temp | \\|d\\| / \\|D\\| | accuracy (%) |",
-             "|---|---|---|---|"]
+             f"`{selection.grid}` (mean validation accuracy % at each cell's round picked "
+             "there, over seeds; the pick in bold):", "",
+             "| cell | T_temp | \\|d\\| / \\|D\\| | accuracy (%) |", "|---|---|---|---|"]
     for cell, v in pick.variants.items():
         score = f"{pick.scores[cell]:.2f}"
         lines.append(f"| {cell} | {v.temp_steps} | {v.holdout:g} | "
