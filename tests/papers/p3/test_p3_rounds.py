@@ -59,6 +59,7 @@ def test_a_row_comparing_a_cell_picked_at_the_last_round_is_not_decided():
         "last run (still rising); run longer (the rule would say: holds)",
         "not decided (would say: holds (3 seeds))")
     assert out["meta_beats_fixed/m/f+g"] == rows[1][1]  # no edge cell compared
+    assert refuse_at_edge(rows[1:2], {"g"})[0][1].replicates == "not run"  # none to withhold
     assert out["fl_beats_standalone/unrun"] == rows[2][1]
 
 

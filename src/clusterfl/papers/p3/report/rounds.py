@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from clusterfl.reports.verdicts import ClaimRow
+from clusterfl.reports.verdicts import NOT_RUN, ClaimRow
 
 Curves = Mapping[str, Mapping[str, np.ndarray]]  # algorithm -> metric -> [seeds, rounds]
 Finals = dict[str, dict[str, list[float]]]  # algorithm -> metric -> value per seed
@@ -88,14 +88,16 @@ def edge_cells(rounds: Mapping[str, ScoredRound]) -> set[str]:
 def refuse_at_edge(rows: Sequence[tuple[str, ClaimRow]], edges: set[str]
                    ) -> list[tuple[str, ClaimRow]]:
     """Each keyed row that compares a cell in `edges` marked not decided, what the rule
-    would say kept beside (verdict and replicates)."""
+    would say kept beside (verdict and a replicate that ran)."""
     out = []
     for key, row in rows:
         hit = [c for c in cells_of(key) if c in edges]
         if hit and not row.verdict.startswith("not"):
             why = (f"not decided: the round picked on validation for {', '.join(hit)} is the "
                    "last run (still rising); run longer")
+            again = (row.replicates if row.replicates == NOT_RUN else
+                     f"not decided (would say: {row.replicates})")
             row = replace(row, verdict=f"{why} (the rule would say: {row.verdict})",
-                          replicates=f"not decided (would say: {row.replicates})")
+                          replicates=again)
         out.append((key, row))
     return out
