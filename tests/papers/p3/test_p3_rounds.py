@@ -81,6 +81,7 @@ def test_the_report_refuses_a_verdict_whose_round_is_still_rising(tmp_path: Path
                            cells=cells, results=results, partitions=tmp_path,
                            references=refs, tables=tmp_path / "t",
                            figures=tmp_path / "f")).markdown
+    assert "Round picked on validation (a cell without a validation twin: its last)" in md
     assert "| unimodal_fl_lr0_3 | 3 (grid edge) | 3 | 70.00 | 70.00 |" in md
     assert "| standalone_lr0_3 | 2 | 3 | 80.00 | 70.00 |" in md
     row = next(line for line in md.splitlines() if line.startswith("| fl_beats_standalone"))

@@ -196,7 +196,8 @@ def build(report: ReportInput) -> ReportOutput:
         paper, source = paper_rows(refs, group)
         kind = (f"the paper's data; paper numbers from {source} ({LOSS_TITLES[loss]})"
                 if source else "a stand-in dataset: no paper numbers beside it")
-        scored = "Round picked on validation" if exp in rounds else "Final round"
+        scored = ("Round picked on validation (a cell without a validation twin: its last)"
+                  if exp in rounds else "Final round")
         parts += [f"### {experiment.title}", "", f"{scored}, {LOSS_TITLES[loss]} loss, "
                   f"mean ± std over seeds ({kind}):", "",
                   *experiment_table(finals, modalities,
