@@ -110,8 +110,9 @@ def test_the_report_compares_each_method_at_its_rate_picked_on_validation(tmp_pa
             "difference +25.00 points (95 % interval -38.53 to +88.53)") in first
     assert "| within noise |" in first
     # mmfl_hi ties mmfl_lr0_3 on both seeds (0 exactly) and beats mmfl_lr0_1 by 10 on both
-    assert ("grid around the fixed rate picked on p3_watch_val (0.3, T_temp 5, |d| 0.2|D| picked "
-            "there), every fixed rate run, beyond "
+    # only mmfl_hi ran on validation: its T_temp and |d| are not a pick
+    assert ("grid around the fixed rate picked on p3_watch_val (0.3, T_temp 5, |d| 0.2|D|: the "
+            "one variant run there, not picked there), every fixed rate run, beyond "
             "the paper's list (our reading): mmfl_hi 70.00 ± 0.00; "
             "mmfl_lr0_3 70.00 ± 0.00: mmfl_hi wins on 0 of 2 seeds, mean paired difference "
             "+0.00 points (zero spread: the interval is the value itself); mmfl_lr0_1 60.00 ± "
@@ -208,3 +209,27 @@ def test_an_edge_within_noise_of_its_inner_neighbour_is_a_plateau_the_pick_steps
     finals["mmfl_hi_t80"] = acc(0.90, 0.91, 0.92)
     edge = pick_settings(finals, "mmfl_hi", HI, WIDE)
     assert edge.cell == "mmfl_hi_t80" and edge.edges() == ["T_temp"] and not edge.plateau
+
+
+def test_one_variant_run_on_validation_is_not_a_pick_and_the_claims_say_so():
+    """A suite that carries T_temp and |d| from another suite runs one variant: the report
+    must not call its settings picked there."""
+    from clusterfl.papers.p3.report.claims import check
+
+    selection = select("val", {"mmfl_lr0_1": acc(0.6), "mmfl_lr0_3": acc(0.7),
+                               "mmfl_lr1_0": acc(0.1), "mmfl_hi_t40": acc(0.8, 0.9)},
+                       ["mmfl"], {"mmfl_hi": HI}, WIDE)
+    assert selection.meta == "mmfl_hi_t40" and selection.settings is not None
+    assert not selection.settings.picked and selection.settings.edges() == []
+    assert selection_table(selection)[-1] == (
+        "mmFL's T_temp and |d| are not chosen on `val`: only `mmfl_hi_t40` ran there for "
+        "`mmfl_hi` (T_temp 40, |d| 0.2|D|; mean validation accuracy 85.00 % at its round "
+        "picked there).")
+    cell = {"test_acc": [0.8, 0.9], "test_acc_a": [0.8, 0.9]}
+    low = {"test_acc": [0.5, 0.6], "test_acc_a": [0.5, 0.6]}
+    row = next(r for r in check({"mmfl_hi_t40": cell, "mmfl_lr0_3": low}, ["a"], selection)
+               if r.claim_id == "meta_beats_fixed")
+    assert row.ours.startswith(
+        "grid around the fixed rate picked on val (0.3, T_temp 40, |d| 0.2|D|: the one "
+        "variant run there, not picked there), every fixed rate run")
+    assert "picked there)" not in row.ours.replace("not picked there)", "")

@@ -162,7 +162,8 @@ def checked(finals: Finals, modalities: list[str], selection: Selection | None =
                 f"{f} {mean(f, 'test_acc')}: {meta} {_said(c)}"
                 for f, c in zip(rates, cmps, strict=True))
             if selection is not None and meta == selection.meta:
-                settings = (f", {selection.settings.describe()} picked there"
+                settings = (f", {selection.settings.describe()}"
+                            + (" picked there" if selection.settings.picked else "")
                             if selection.settings else "")
                 text = (f"grid around the fixed rate picked on {selection.validation} "
                         f"({selection.describe('mmfl')}{settings}), " + text)

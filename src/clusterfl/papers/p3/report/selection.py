@@ -111,8 +111,17 @@ class SettingsPick:
                 out.append(name)
         return out
 
+    @property
+    def picked(self) -> bool:
+        """Whether there was a choice: one variant run alone is not a pick (a suite that
+        carries settings picked elsewhere runs just that one)."""
+        return len(self.variants) > 1
+
     def describe(self) -> str:
         v, edges = self.variants[self.cell], self.edges()
+        if not self.picked:
+            return (f"T_temp {v.temp_steps}, |d| {v.holdout:g}|D|: the one variant run "
+                    "there, not picked there")
         return (f"T_temp {v.temp_steps}{' (grid edge)' if 'T_temp' in edges else ''}, "
                 f"|d| {v.holdout:g}|D|{' (grid edge)' if '|d|' in edges else ''}"
                 + (f"; {self.plateau}" if self.plateau else ""))
@@ -210,6 +219,12 @@ def settings_table(selection: Selection) -> list[str]:
     pick = selection.settings
     if pick is None:
         return []
+    if not pick.picked:
+        v = pick.variants[pick.cell]
+        return ["", f"mmFL's T_temp and |d| are not chosen on `{selection.validation}`: only "
+                f"`{pick.cell}` ran there for `{selection.grid}` (T_temp {v.temp_steps}, |d| "
+                f"{v.holdout:g}|D|; mean validation accuracy {pick.scores[pick.cell]:.2f} % at "
+                "its round picked there)."]
     lines = ["", f"mmFL's T_temp and |d| chosen on `{selection.validation}` for "
              f"`{selection.grid}` (mean validation accuracy % at each cell's round picked "
              "there, over seeds; the pick in bold):", "",
