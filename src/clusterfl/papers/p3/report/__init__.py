@@ -3,9 +3,10 @@ several losses (`table1`: dataset x method x modality rows, loss and accuracy pe
 function, the paper's numbers in rows of their own where the data is the paper's, none for a
 stand-in). Then per experiment: every method's final test loss and accuracy per modality (the
 paper's numbers for that loss beside where it has them), Figs. 2-5's shapes, the
-distribution of the selected rates, and the four Sec. 3.2 claims with our numbers
+distribution of the selected rates, the four Sec. 3.2 claims with our numbers
 (`claims`), each decided again on the experiment's replicate (`p3_rep_<name>`, another deal
-of the data to the clients) where the suite ran it. Where an experiment has a validation
+of the data to the clients) where the suite ran it, and which rate each selection cell's
+copies chose before and after its scored round (`chosen`). Where an experiment has a validation
 experiment (references.yaml `rate_selection`), every cell with a twin there is scored at the
 round picked on validation (`rounds`), its replicate too. Runs are read from history.json
 (`test_acc_<modality>` etc., written by the `p3_modalities` evaluator; `selected_lr` arrays by
@@ -18,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from clusterfl.engine.losses import LOSSES
+from clusterfl.papers.p3.report.chosen import chosen_table
 from clusterfl.papers.p3.report.claims import (
     REPLICATE,
     Replicate,
@@ -38,6 +40,7 @@ from clusterfl.papers.p3.report.table1 import LOSS_TITLES, loss_groups, loss_of,
 from clusterfl.reports.runs import by_experiment, read_cell
 from clusterfl.reports.section import ReportInput, ReportOutput
 from clusterfl.reports.tables import markdown_table, mean_std
+from clusterfl.training.history import Divergence, divergence
 
 META = ("mmfl", "unimodal_meta_fl")
 
@@ -60,6 +63,20 @@ def read_experiment(results: Path, exp: str, algs: list[str]) -> tuple[
         if "selected_lr" in seeds[0].arrays and alg in META:
             selected[alg] = np.array([s.arrays["selected_lr"] for s in seeds])
     return curves, selected, modalities
+
+
+def choices(results: Path, exp: str, algs: list[str]
+            ) -> tuple[dict[str, np.ndarray], dict[str, list[Divergence | None]]]:
+    """(selected rates: alg -> [seeds, rounds, clients], each seed's divergence or None) of
+    every cell of `exp` that records the rate its copies chose (`chosen.py`)."""
+    selected: dict[str, np.ndarray] = {}
+    diverged: dict[str, list[Divergence | None]] = {}
+    for alg in algs:
+        seeds = read_cell(results, exp, alg)
+        if seeds and "selected_lr" in seeds[0].arrays:
+            selected[alg] = np.array([s.arrays["selected_lr"] for s in seeds], dtype=float)
+            diverged[alg] = [divergence(s.records) for s in seeds]
+    return selected, diverged
 
 
 def experiment_table(finals: Mapping[str, Mapping[str, list[float]]], modalities: list[str],
@@ -213,6 +230,9 @@ def build(report: ReportInput) -> ReportOutput:
             parts += [f"The replicate `{replicate_of(exp)}`: {scored.lower()}, mean ± std "
                       "over seeds:", "", *experiment_table(again.finals, again.modalities, {}),
                       ""]
+        chose, gone = choices(report.results, exp, list(curves))
+        parts += chosen_table(chose, {a: r.round for a, r in rounds.get(exp, {}).items()},
+                              gone)
         metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
                     for a, f in finals.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)
