@@ -98,9 +98,10 @@ def test_stand_in_table_and_claims(tmp_path: Path) -> None:
     row = next(line for line in md.splitlines() if line.startswith("| mmfl_beats_others"))
     assert [part.split(":")[0] for part in row.split(" | ")[2].split("; ")[2:]] == [
         "mmfl against mmfl_lr0_01", "mmfl_lr0_001", "mmfl_lr0_0001", "unimodal_fl",
-        "unimodal_meta_fl"]
+        "unimodal_meta_fl", "not run"]
+    # the stand-in ran no pooled model: the row says so (its verdict is not a "holds")
     assert ("unimodal_meta_fl: wins on 0 of 2 seeds, mean paired difference -1.25 points (95 % "
-            "interval -17.13 to +14.63) | within noise |") in row
+            "interval -17.13 to +14.63); not run: the pooled model | within noise |") in row
     assert ("| claim | paper | ours | verdict | reading | open choices | cause | replicates |"
             in md)
 

@@ -233,3 +233,23 @@ def test_one_variant_run_on_validation_is_not_a_pick_and_the_claims_say_so():
         "grid around the fixed rate picked on val (0.3, T_temp 40, |d| 0.2|D|: the one "
         "variant run there, not picked there), every fixed rate run")
     assert "picked there)" not in row.ours.replace("not picked there)", "")
+
+
+def test_mmfl_beats_others_is_not_decided_while_a_fig5_method_has_not_run():
+    from clusterfl.papers.p3.report.claims import check, fig5_missing
+
+    def cell(*accs: float) -> dict[str, list[float]]:
+        return {"test_acc": list(accs), "test_acc_a": list(accs)}
+
+    finals = {"mmfl": cell(0.90, 0.92, 0.91), "mmfl_lr0_3": cell(0.80, 0.81, 0.79),
+              "unimodal_fl": cell(0.70, 0.72, 0.69), "centralized": cell(0.60, 0.62, 0.61)}
+    assert fig5_missing(["mmfl_lr0_3", "unimodal_fl", "centralized"]) == ["unimodal meta-FL"]
+    assert fig5_missing(["unimodal_fl_lr0_3", "centralized_lr0_3", "mmfl_lr0_01",
+                         "unimodal_meta_fl"]) == []
+    row = next(r for r in check(finals, ["a"]) if r.claim_id == "mmfl_beats_others")
+    # mmFL wins on every seed against the three run, but the fourth may be the one that wins
+    assert row.verdict == ("not decided: unimodal meta-FL not run (the rule would say: holds)")
+    assert row.ours.endswith("; not run: unimodal meta-FL")
+    finals["unimodal_meta_fl"] = cell(0.50, 0.51, 0.52)
+    full = next(r for r in check(finals, ["a"]) if r.claim_id == "mmfl_beats_others")
+    assert full.verdict == "holds" and "not run" not in full.ours

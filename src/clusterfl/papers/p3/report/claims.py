@@ -18,7 +18,7 @@ on a replicate experiment (`p3_rep_<name>`: `p3_<name>` on another deal of the d
 clients) fills its `replicates` column.
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -27,6 +27,7 @@ import numpy as np
 from clusterfl.papers.p3.report.rounds import refuse_at_edge
 from clusterfl.papers.p3.report.selection import Selection, rate_of
 from clusterfl.reports.verdicts import (
+    HOLDS,
     NOT_RUN,
     ClaimRow,
     Comparison,
@@ -72,6 +73,20 @@ def fig5_method(cell: str) -> bool:
     at any rate; not Standalone (Fig. 2's) nor mmFL's own variants (`mmfl_rest`, ...)."""
     return cell in ("centralized", "unimodal_fl", "unimodal_meta_fl") or any(
         rate_of(cell, family) is not None for family in ("centralized", "unimodal_fl", "mmfl"))
+
+
+# Fig. 5's methods besides mmFL, each told by its cells (`fig5_method`)
+FIG5_METHODS: dict[str, Callable[[str], bool]] = {
+    "the pooled model": lambda c: c == "centralized" or rate_of(c, "centralized") is not None,
+    "unimodal FL": lambda c: c == "unimodal_fl" or rate_of(c, "unimodal_fl") is not None,
+    "multimodal FL": lambda c: rate_of(c, "mmfl") is not None,
+    "unimodal meta-FL": lambda c: c == "unimodal_meta_fl",
+}
+
+
+def fig5_missing(others: Sequence[str]) -> list[str]:
+    """The Fig. 5 methods none of `others` stands for: mmFL cannot be said to beat them."""
+    return [name for name, of in FIG5_METHODS.items() if not any(of(c) for c in others)]
 
 
 def rate_pairs(finals: Finals, first: str, second: str) -> list[tuple[str, str]]:
@@ -191,8 +206,15 @@ def checked(finals: Finals, modalities: list[str], selection: Selection | None =
                 + "; ".join(f"{a}: {_said(c)}" for a, c in zip(others, cmps, strict=True)))
         if selection is not None:
             text = f"each method at its rate picked on {selection.validation}: " + text
+        verdict = decide(c.verdict for c in cmps)
+        missing = fig5_missing(others)
+        if missing:
+            text += f"; not run: {', '.join(missing)}"
+            if verdict == HOLDS:  # a method not run may be the one that wins
+                verdict = (f"not decided: {', '.join(missing)} not run (the rule would say: "
+                           f"{verdict})")
         rows.append((f"mmfl_beats_others/{meta}/{'+'.join(others)}",
-                     ClaimRow("mmfl_beats_others", text, decide(c.verdict for c in cmps))))
+                     ClaimRow("mmfl_beats_others", text, verdict)))
     return rows
 
 
