@@ -67,21 +67,20 @@ def fixed_rates(finals: Finals) -> list[str]:
     return sorted(rated, key=lambda a: rated[a], reverse=True)
 
 
-def fig5_method(cell: str) -> bool:
-    """One of the methods Fig. 5 sets mmFL against: the pooled model ("multimodal LSTM",
-    `centralized`), unimodal FL, multimodal FL (mmFL at a fixed rate), unimodal meta-FL, each
-    at any rate; not Standalone (Fig. 2's) nor mmFL's own variants (`mmfl_rest`, ...)."""
-    return cell in ("centralized", "unimodal_fl", "unimodal_meta_fl") or any(
-        rate_of(cell, family) is not None for family in ("centralized", "unimodal_fl", "mmfl"))
-
-
-# Fig. 5's methods besides mmFL, each told by its cells (`fig5_method`)
+# The methods Fig. 5 sets mmFL against, each told by its cells at any rate: the pooled model
+# ("multimodal LSTM", `centralized`), unimodal FL, multimodal FL (mmFL at a fixed rate),
+# unimodal meta-FL; not Standalone (Fig. 2's) nor mmFL's own variants (`mmfl_rest`, ...)
 FIG5_METHODS: dict[str, Callable[[str], bool]] = {
     "the pooled model": lambda c: c == "centralized" or rate_of(c, "centralized") is not None,
     "unimodal FL": lambda c: c == "unimodal_fl" or rate_of(c, "unimodal_fl") is not None,
     "multimodal FL": lambda c: rate_of(c, "mmfl") is not None,
     "unimodal meta-FL": lambda c: c == "unimodal_meta_fl",
 }
+
+
+def fig5_method(cell: str) -> bool:
+    """Whether `cell` is one of Fig. 5's methods (`FIG5_METHODS`)."""
+    return any(of(cell) for of in FIG5_METHODS.values())
 
 
 def fig5_missing(others: Sequence[str]) -> list[str]:
