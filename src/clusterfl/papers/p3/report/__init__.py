@@ -46,11 +46,15 @@ META = ("mmfl", "unimodal_meta_fl")
 
 
 def read_experiment(results: Path, exp: str, algs: list[str]) -> tuple[
-        dict[str, dict[str, np.ndarray]], dict[str, np.ndarray], list[str]]:
+        dict[str, dict[str, np.ndarray]], dict[str, np.ndarray], list[str],
+        dict[str, list[Divergence | None]]]:
     """(curves: alg -> metric -> [seeds, rounds], selected rates: alg -> [seeds, rounds,
-    clients], modality names) of one experiment's cells."""
+    clients] of every cell that records the rate its copies chose, modality names, and each
+    such cell's seeds' divergence or None, `chosen.py`) of one experiment's cells, each
+    history read once."""
     curves: dict[str, dict[str, np.ndarray]] = {}
     selected: dict[str, np.ndarray] = {}
+    diverged: dict[str, list[Divergence | None]] = {}
     modalities: list[str] = []
     for alg in algs:
         seeds = read_cell(results, exp, alg)
@@ -60,23 +64,10 @@ def read_experiment(results: Path, exp: str, algs: list[str]) -> tuple[
         curves[alg] = {k: np.array([[r[k] for r in s.records] for s in seeds]) for k in keys}
         modalities = modalities or [k.removeprefix("test_acc_") for k in keys
                                     if k.startswith("test_acc_")]
-        if "selected_lr" in seeds[0].arrays and alg in META:
-            selected[alg] = np.array([s.arrays["selected_lr"] for s in seeds])
-    return curves, selected, modalities
-
-
-def choices(results: Path, exp: str, algs: list[str]
-            ) -> tuple[dict[str, np.ndarray], dict[str, list[Divergence | None]]]:
-    """(selected rates: alg -> [seeds, rounds, clients], each seed's divergence or None) of
-    every cell of `exp` that records the rate its copies chose (`chosen.py`)."""
-    selected: dict[str, np.ndarray] = {}
-    diverged: dict[str, list[Divergence | None]] = {}
-    for alg in algs:
-        seeds = read_cell(results, exp, alg)
-        if seeds and "selected_lr" in seeds[0].arrays:
+        if "selected_lr" in seeds[0].arrays:
             selected[alg] = np.array([s.arrays["selected_lr"] for s in seeds], dtype=float)
             diverged[alg] = [divergence(s.records) for s in seeds]
-    return selected, diverged
+    return curves, selected, modalities, diverged
 
 
 def experiment_table(finals: Mapping[str, Mapping[str, list[float]]], modalities: list[str],
@@ -178,7 +169,7 @@ def build(report: ReportInput) -> ReportOutput:
            for exp, algs in by_experiment(report.cells).items()}
     rounds = picked_rounds(report.references, {e: r[0] for e, r in raw.items() if r[0]})
     read = {exp: (curves, selected, modalities, finals_at(curves, rounds.get(exp, {})))
-            for exp, (curves, selected, modalities) in raw.items() if curves}
+            for exp, (curves, selected, modalities, _) in raw.items() if curves}
     validations = {str(spec["validation"]) for spec in
                    (report.references.get("rate_selection") or {}).values()}
     # a replicate is read only through its trials experiment's claims and table
@@ -219,8 +210,9 @@ def build(report: ReportInput) -> ReportOutput:
                   f"mean ± std over seeds ({kind}):", "",
                   *experiment_table(finals, modalities,
                                     {k: v[loss] for k, v in paper.items() if loss in v}), ""]
-        figures += draw_figures(curves, finals, selected, modalities, experiment.title,
-                                report.figures, exp)
+        figures += draw_figures(curves, finals, {a: v for a, v in selected.items()
+                                                 if a in META},
+                                modalities, experiment.title, report.figures, exp)
         selection, shown = rate_selection(report, exp, read, rounds.get(exp, {}))
         again = replicates.get(replicate_of(exp))
         parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
@@ -230,9 +222,8 @@ def build(report: ReportInput) -> ReportOutput:
             parts += [f"The replicate `{replicate_of(exp)}`: {scored.lower()}, mean ± std "
                       "over seeds:", "", *experiment_table(again.finals, again.modalities, {}),
                       ""]
-        chose, gone = choices(report.results, exp, list(curves))
-        parts += chosen_table(chose, {a: r.round for a, r in rounds.get(exp, {}).items()},
-                              gone)
+        parts += chosen_table(selected, {a: r.round for a, r in rounds.get(exp, {}).items()},
+                              raw[exp][3])
         metrics |= {f"p3/{exp}/{a}/test_acc": float(np.mean(f["test_acc"]))
                     for a, f in finals.items()}
     return ReportOutput(markdown="\n".join(parts) + "\n", metrics=metrics, figures=figures)
