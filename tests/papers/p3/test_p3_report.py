@@ -272,3 +272,16 @@ def test_meta_beats_fixed_reads_the_papers_rates_first_and_larger_ones_in_a_row_
     assert ("mmfl_lr0_3 96.00 ± 0.82: mmfl wins on 0 of 3 seeds, mean paired difference -11.00 "
             "points (95 % interval -20.94 to -1.06)") in rows[1].ours
     assert rows[1].verdict == "does not hold"
+
+
+def test_fig4_is_drawn_only_where_both_of_its_pair_ran(tmp_path: Path) -> None:
+    """Fig. 4 compares unimodal meta-FL with mmFL: with one of the two alone it is left out
+    (the other figures are drawn as before)."""
+    exp = "p3_basic_motions"
+    alone = {a: f for a, f in FINAL.items() if a != "mmfl"}
+    for alg, finals in alone.items():
+        write(tmp_path / "results", exp, alg, finals)
+    out = report(tmp_path, [(exp, a) for a in alone])
+    names = [p.name for p in out.figures]
+    assert f"{exp}_fig4.png" not in names and f"{exp}_fig5.png" in names
+    assert not (tmp_path / "f" / f"{exp}_fig4.png").exists()

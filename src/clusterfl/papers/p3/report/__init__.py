@@ -43,6 +43,7 @@ from clusterfl.reports.tables import markdown_table, mean_std
 from clusterfl.training.history import Divergence, divergence
 
 META = ("mmfl", "unimodal_meta_fl")
+FIG4_PAIR = ["unimodal_meta_fl", "mmfl"]  # the same grid and T_temp: only the head differs
 
 
 def read_experiment(results: Path, exp: str, algs: list[str]) -> tuple[
@@ -100,8 +101,10 @@ def draw_figures(curves: Any, finals: Any, selected: Any, modalities: list[str],
                               f"Fig. 2 shape, {title}: standalone vs FL", path["fig2"]),
         "fig3": curves_figure(curves, [*fixed_rates(finals), "mmfl"], ["test_acc"],
                               f"Fig. 3 shape, {title}: fixed rates vs meta", path["fig3"]),
-        "fig4": bars_figure(finals, ["unimodal_meta_fl", "mmfl"], acc,
-                            f"Fig. 4 shape, {title}: unimodal meta-FL vs mmFL", path["fig4"]),
+        # a pair, drawn only where both ran: one bar alone compares nothing
+        "fig4": all(a in finals for a in FIG4_PAIR) and bars_figure(
+            finals, FIG4_PAIR, acc, f"Fig. 4 shape, {title}: unimodal meta-FL vs mmFL",
+            path["fig4"]),
         "fig5": bars_figure(finals, list(finals), ["test_acc", *acc],
                             f"Fig. 5 shape, {title}: all methods", path["fig5"]),
         "rates": rates_figure(selected, f"Selected rates, {title}", path["rates"]),
@@ -210,10 +213,12 @@ def build(report: ReportInput) -> ReportOutput:
                   f"mean ± std over seeds ({kind}):", "",
                   *experiment_table(finals, modalities,
                                     {k: v[loss] for k, v in paper.items() if loss in v}), ""]
-        figures += draw_figures(curves, finals, {a: v for a, v in selected.items()
-                                                 if a in META},
-                                modalities, experiment.title, report.figures, exp)
         selection, shown = rate_selection(report, exp, read, rounds.get(exp, {}))
+        # the rates of the headline cells and of the mmFL cell the claims score
+        drawn = {*META, selection.meta} if selection else set(META)
+        figures += draw_figures(curves, finals, {a: v for a, v in selected.items()
+                                                 if a in drawn},
+                                modalities, experiment.title, report.figures, exp)
         again = replicates.get(replicate_of(exp))
         parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
                                                selection, again,

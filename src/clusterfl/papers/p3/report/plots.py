@@ -41,7 +41,8 @@ def bars_figure(finals: Mapping[str, Mapping[str, list[float]]], algorithms: Seq
     if not algs:
         return False
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(algs) * len(metrics) / 2, 3.8))
+    # at least wide enough for the title and the metrics' tick labels
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.2 + 1.1 * len(algs) * len(metrics) / 2), 3.8))
     width = 0.8 / len(algs)
     for i, alg in enumerate(algs):
         means = [100 * np.mean(finals[alg][m]) for m in metrics]
