@@ -285,3 +285,13 @@ def test_fig4_is_drawn_only_where_both_of_its_pair_ran(tmp_path: Path) -> None:
     names = [p.name for p in out.figures]
     assert f"{exp}_fig4.png" not in names and f"{exp}_fig5.png" in names
     assert not (tmp_path / "f" / f"{exp}_fig4.png").exists()
+
+
+def test_fig3_sets_the_fixed_rates_against_a_meta_cell_or_is_left_out(tmp_path: Path) -> None:
+    """Fig. 3 (fixed rates vs meta) without any mmFL selection cell compares nothing."""
+    exp = "p3_basic_motions"
+    fixed = {a: f for a, f in FINAL.items() if a not in ("mmfl", "unimodal_meta_fl")}
+    for alg, finals in fixed.items():
+        write(tmp_path / "results", exp, alg, finals)
+    names = [p.name for p in report(tmp_path, [(exp, a) for a in fixed]).figures]
+    assert f"{exp}_fig3.png" not in names and f"{exp}_fig2.png" in names

@@ -91,16 +91,18 @@ def experiment_table(finals: Mapping[str, Mapping[str, list[float]]], modalities
 
 
 def draw_figures(curves: Any, finals: Any, selected: Any, modalities: list[str], title: str,
-                 out: Path, exp: str) -> list[Path]:
-    """Figs. 2-5's shapes and the selected rates, those with runs to draw; the files."""
+                 out: Path, exp: str, meta: str = "mmfl") -> list[Path]:
+    """Figs. 2-5's shapes and the selected rates, those with runs to draw; the files.
+    `meta`: the mmFL cell the claims score (Fig. 3 sets the fixed rates against it)."""
     acc = [f"test_acc_{m}" for m in modalities]
     path = {name: out / f"{exp}_{name}.png" for name in ("fig2", "fig3", "fig4", "fig5",
                                                            "rates", "rounds")}
     drawn = {
         "fig2": curves_figure(curves, ["standalone", "unimodal_fl"], acc,
                               f"Fig. 2 shape, {title}: standalone vs FL", path["fig2"]),
-        "fig3": curves_figure(curves, [*fixed_rates(finals), "mmfl"], ["test_acc"],
-                              f"Fig. 3 shape, {title}: fixed rates vs meta", path["fig3"]),
+        "fig3": meta in curves and curves_figure(
+            curves, [*fixed_rates(finals), meta], ["test_acc"],
+            f"Fig. 3 shape, {title}: fixed rates vs meta", path["fig3"]),
         # a pair, drawn only where both ran: one bar alone compares nothing
         "fig4": all(a in finals for a in FIG4_PAIR) and bars_figure(
             finals, FIG4_PAIR, acc, f"Fig. 4 shape, {title}: unimodal meta-FL vs mmFL",
@@ -215,10 +217,10 @@ def build(report: ReportInput) -> ReportOutput:
                                     {k: v[loss] for k, v in paper.items() if loss in v}), ""]
         selection, shown = rate_selection(report, exp, read, rounds.get(exp, {}))
         # the rates of the headline cells and of the mmFL cell the claims score
-        drawn = {*META, selection.meta} if selection else set(META)
+        meta = (selection.meta if selection else None) or "mmfl"
         figures += draw_figures(curves, finals, {a: v for a, v in selected.items()
-                                                 if a in drawn},
-                                modalities, experiment.title, report.figures, exp)
+                                                 if a in {*META, meta}},
+                                modalities, experiment.title, report.figures, exp, meta)
         again = replicates.get(replicate_of(exp))
         parts += ["", *shown, *claims_section(finals, modalities, report.references, exp,
                                                selection, again,
